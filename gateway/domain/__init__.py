@@ -1,0 +1,1 @@
+"""The pure core: contracts, lifecycles, leases, budgets, approvals, operation ids. No I/O."""

@@ -1,0 +1,116 @@
+"""The admission decision of gate step 6, as a pure function over a snapshot of the run.
+
+The store reads the snapshot inside its transaction, calls `refusal_for`, and writes the intent
+only when it returns None. Keeping the decision here means SQLite and PostgreSQL decide alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gateway.domain.contract import DIMENSIONS
+from gateway.domain.lifecycle import RunStatus, status_refusal
+from gateway.domain.units import format_money
+from gateway.errors import Refusal
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    run_id: str
+    tenant: str
+    lineage_id: str
+    status: RunStatus
+    spec_version: str
+    epoch: int
+    lease_expires_at: float | None
+    deadline: float
+    limits: dict[str, int]
+    reserved: dict[str, int]
+    spent: dict[str, int]
+    currency: str = "USD"
+    active_seconds_spent: float = 0.0
+    active_since: float | None = None
+
+    def active_seconds(self, now: float) -> float:
+        running = max(0.0, now - self.active_since) if self.active_since is not None else 0.0
+        return self.active_seconds_spent + running
+
+    def remaining(self, now: float) -> dict[str, int]:
+        out = {}
+        for dim in DIMENSIONS:
+            if dim == "active_seconds":
+                out[dim] = max(0, int(self.limits[dim] - self.active_seconds(now)))
+            else:
+                out[dim] = self.limits[dim] - self.spent[dim] - self.reserved[dim]
+        return out
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """What one admitted call holds until it settles."""
+
+    spend: int = 0
+    tool_calls: int = 1
+    writes: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"spend": self.spend, "tool_calls": self.tool_calls, "writes": self.writes}
+
+
+@dataclass(frozen=True)
+class CallFacts:
+    """What the gate established about the call before the transaction."""
+
+    epoch: int
+    is_write: bool
+    approved: bool = False  # an approval for exactly this payload will be consumed
+    reservation: Reservation = field(default_factory=Reservation)
+
+
+def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
+    """Gate step 1 for a known token: the run's status, the epoch, the lease's expiry."""
+    if run.status.terminal:
+        return status_refusal(run.status)
+    if epoch != run.epoch:
+        return Refusal(
+            "lease_superseded",
+            "this worker's lease was taken over by another; its calls are no longer admitted",
+            epoch=epoch,
+            current_epoch=run.epoch,
+        )
+    if run.lease_expires_at is None or now >= run.lease_expires_at:
+        return Refusal("lease_expired", "the lease expired; renew or acquire it again", epoch=epoch)
+    if now >= run.deadline:
+        return status_refusal(RunStatus.EXPIRED)
+    if run.status is RunStatus.PAUSED:
+        return status_refusal(run.status)
+    return None
+
+
+def refusal_for(run: RunSnapshot, call: CallFacts, now: float) -> Refusal | None:
+    """Every check of gate step 6 but the operation id's uniqueness (an index enforces that)."""
+    refusal = lease_refusal(run, call.epoch, now)
+    if refusal is not None:
+        return refusal
+    if run.status is RunStatus.WAITING and call.is_write and not call.approved:
+        return status_refusal(run.status)
+    if run.active_seconds(now) >= run.limits["active_seconds"]:
+        return Refusal(
+            "budget_exhausted",
+            "the run has used all of its active_seconds",
+            dimension="active_seconds",
+            limit=run.limits["active_seconds"],
+        )
+    for dim, need in call.reservation.as_dict().items():
+        if need and run.spent[dim] + run.reserved[dim] + need > run.limits[dim]:
+            show = (lambda v: format_money(v, run.currency)) if dim == "spend" else (lambda v: v)
+            return Refusal(
+                "budget_exhausted",
+                f"the run's {dim} budget cannot cover this call",
+                dimension=dim,
+                limit=show(run.limits[dim]),
+                spent=show(run.spent[dim]),
+                reserved=show(run.reserved[dim]),
+                needed=show(need),
+            )
+    return None

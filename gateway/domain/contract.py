@@ -1,0 +1,198 @@
+"""The contract: the agreed job a run works under.
+
+`Contract` is the wire form (what `POST /api/runs` takes and what the store keeps, canonical
+JSON); `Contract.terms()` gives the compiled form the gate decides with: money in minor units,
+durations in seconds, CEL expressions compiled. A bad contract is refused with every problem
+listed, not only the first.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gateway.domain.units import currency_exponent, parse_duration, parse_money
+from gateway.errors import InvalidRequest
+from gateway.policy.expressions import Expression, compiled
+
+DIMENSIONS: tuple[str, ...] = ("spend", "tool_calls", "writes", "active_seconds")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _duration(value: object) -> str:
+    parse_duration(value)
+    return value if isinstance(value, str) else f"{value}s"
+
+
+def _money(value: object) -> str:
+    parse_money(value, "USD")  # the shape; decimals against the contract's currency are checked after
+    return value if isinstance(value, str) else str(value)
+
+
+class Budgets(_Strict):
+    spend: str
+    tool_calls: int = Field(ge=0)
+    writes: int = Field(ge=0)
+    active_seconds: int = Field(ge=0)
+    count_waiting: bool = False
+
+    _spend = field_validator("spend", mode="before")(_money)
+
+
+class Authority(_Strict):
+    allow: list[str] = Field(min_length=1)
+    deny: list[str] = []
+    constraints: dict[str, str] = {}
+
+    @field_validator("constraints")
+    @classmethod
+    def _compile(cls, value: dict[str, str]) -> dict[str, str]:
+        problems = []
+        for tool, source in value.items():
+            try:
+                Expression(source)
+            except ValueError as exc:
+                problems.append(f"{tool}: {exc}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
+
+class ApprovalRule(_Strict):
+    tool: str = Field(min_length=1)
+    role: str = "approver"
+    decide_within: str = "4h"
+    valid_for: str = "1h"
+    on_expiry: Literal["pause", "resume"] = "pause"
+    when: str | None = None
+
+    _durations = field_validator("decide_within", "valid_for", mode="before")(_duration)
+
+    @field_validator("when")
+    @classmethod
+    def _compile(cls, value: str | None) -> str | None:
+        if value is not None:
+            Expression(value)
+        return value
+
+
+class Milestone(_Strict):
+    id: str = Field(min_length=1, max_length=128)
+    required: bool = True
+    checks: list[dict[str, Any]] = []
+
+
+class Contract(_Strict):
+    goal: str = Field(min_length=1, max_length=4000)
+    spec_version: str = Field(min_length=1, max_length=64)
+    owner: str = Field(min_length=1, max_length=256)
+    expires_in: str
+    lease_ttl: str = "5m"
+    progress_expectation: str | None = None
+    currency: str = "USD"
+    budgets: Budgets
+    authority: Authority
+    approvals: list[ApprovalRule] = []
+    milestones: list[Milestone] = []
+    # Worker key names that may take this run's lease; empty means any worker key of the tenant.
+    workers: list[str] = []
+    # When true, the key that created the run may not decide its approvals.
+    forbid_creator_approval: bool = False
+
+    _durations = field_validator("expires_in", "lease_ttl", "progress_expectation", mode="before")(
+        lambda v: None if v is None else _duration(v)
+    )
+
+    @field_validator("currency")
+    @classmethod
+    def _currency(cls, value: str) -> str:
+        currency_exponent(value)
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Contract:
+        parse_money(self.budgets.spend, self.currency)
+        ids = [m.id for m in self.milestones]
+        if len(ids) != len(set(ids)):
+            raise ValueError("milestone ids must be unique")
+        return self
+
+    def terms(self) -> Terms:
+        b = self.budgets
+        return Terms(
+            spec_version=self.spec_version,
+            currency=self.currency,
+            expires_in=parse_duration(self.expires_in),
+            lease_ttl=parse_duration(self.lease_ttl),
+            limits={
+                "spend": parse_money(b.spend, self.currency),
+                "tool_calls": b.tool_calls,
+                "writes": b.writes,
+                "active_seconds": b.active_seconds,
+            },
+            count_waiting=b.count_waiting,
+            allow=tuple(self.authority.allow),
+            deny=tuple(self.authority.deny),
+            constraints={tool: compiled(src) for tool, src in self.authority.constraints.items()},
+            approvals=tuple(self.approvals),
+            forbid_creator_approval=self.forbid_creator_approval,
+            workers=tuple(self.workers),
+        )
+
+
+@dataclass(frozen=True)
+class Terms:
+    """A contract compiled for deciding: integers and compiled expressions."""
+
+    spec_version: str
+    currency: str
+    expires_in: int
+    lease_ttl: int
+    limits: dict[str, int]
+    count_waiting: bool
+    allow: tuple[str, ...]
+    deny: tuple[str, ...]
+    constraints: dict[str, Expression]
+    approvals: tuple[ApprovalRule, ...]
+    forbid_creator_approval: bool
+    workers: tuple[str, ...]
+
+    def allows(self, tool: str) -> bool:
+        """Deny wins; otherwise the tool must match an allow pattern."""
+        if any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.deny):
+            return False
+        return any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.allow)
+
+    def approval_rule(self, tool: str) -> ApprovalRule | None:
+        for rule in self.approvals:
+            if fnmatch.fnmatchcase(tool, rule.tool):
+                return rule
+        return None
+
+
+def problems_of(exc: ValidationError) -> list[dict[str, str]]:
+    out = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(part) for part in err["loc"]) or "(contract)"
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        out.append({"field": loc, "problem": msg})
+    return out
+
+
+def parse_contract(data: Any) -> Contract:
+    """Raises:
+    InvalidRequest: code `invalid_contract`, every problem in `details["problems"]`.
+    """
+    try:
+        return Contract.model_validate(data)
+    except ValidationError as exc:
+        problems = problems_of(exc)
+        raise InvalidRequest(
+            f"the contract has {len(problems)} problem(s)", code="invalid_contract", problems=problems
+        ) from None

@@ -1,0 +1,138 @@
+"""Run and action lifecycles as tables. Anything not in a table is refused with a stable code."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from gateway.errors import Conflict, Refusal
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    WAITING = "waiting"  # an approval or outside input is pending
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL
+
+    @property
+    def live(self) -> bool:
+        """Calls may be admitted (subject to the status's own rules)."""
+        return self in (RunStatus.RUNNING, RunStatus.WAITING)
+
+
+TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.EXPIRED})
+
+
+class RunEvent(StrEnum):
+    """What can happen to a run. Who may cause each is the API's business, not the table's."""
+
+    APPROVAL_PENDING = "approval_pending"  # a pending approval was created
+    APPROVALS_SETTLED = "approvals_settled"  # the last pending approval was decided or expired
+    PAUSE = "pause"
+    RESUME = "resume"  # to running; the store picks waiting instead when approvals are pending
+    CANCEL = "cancel"
+    COMPLETE = "complete"
+    EXPIRE = "expire"
+
+
+R, W, P = RunStatus.RUNNING, RunStatus.WAITING, RunStatus.PAUSED
+C, X, E = RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.EXPIRED
+
+# (from, event) -> to. A pair absent from this table is refused.
+TRANSITIONS: dict[tuple[RunStatus, RunEvent], RunStatus] = {
+    (R, RunEvent.APPROVAL_PENDING): W,
+    (W, RunEvent.APPROVAL_PENDING): W,
+    (P, RunEvent.APPROVAL_PENDING): P,  # a paused run stays paused; resume finds it waiting
+    (W, RunEvent.APPROVALS_SETTLED): R,
+    (R, RunEvent.APPROVALS_SETTLED): R,
+    (P, RunEvent.APPROVALS_SETTLED): P,
+    (R, RunEvent.PAUSE): P,
+    (W, RunEvent.PAUSE): P,
+    (P, RunEvent.PAUSE): P,  # idempotent: an operator's retried pause is not an error
+    (P, RunEvent.RESUME): R,
+    (R, RunEvent.CANCEL): X,
+    (W, RunEvent.CANCEL): X,
+    (P, RunEvent.CANCEL): X,
+    (X, RunEvent.CANCEL): X,  # idempotent
+    (R, RunEvent.COMPLETE): C,
+    (R, RunEvent.EXPIRE): E,
+    (W, RunEvent.EXPIRE): E,
+    (P, RunEvent.EXPIRE): E,
+    (E, RunEvent.EXPIRE): E,
+}
+
+
+def status_refusal(status: RunStatus) -> Refusal:
+    """The refusal a call meets when the run is in `status` (running admits everything)."""
+    messages = {
+        RunStatus.WAITING: "the run is waiting for an approval; only reads and the approved write are admitted",
+        RunStatus.PAUSED: "the run is paused by an operator",
+        RunStatus.COMPLETED: "the run is completed",
+        RunStatus.CANCELLED: "the run was cancelled",
+        RunStatus.EXPIRED: "the run's deadline has passed",
+    }
+    return Refusal(f"run_{status.value}", messages[status], status=status.value)
+
+
+def transition(current: RunStatus, event: RunEvent) -> RunStatus:
+    """The status after `event`.
+
+    Raises:
+        Refusal: `run_<status>` when the run is terminal (or paused/waiting for `complete`).
+        Conflict: `invalid_transition` for any other pair not in the table.
+    """
+    target = TRANSITIONS.get((current, event))
+    if target is not None:
+        return target
+    if current.terminal or (event is RunEvent.COMPLETE and current in (W, P)):
+        raise status_refusal(current)
+    raise Conflict(
+        f"a {current.value} run cannot {event.value}",
+        code="invalid_transition",
+        status=current.value,
+        event=event.value,
+    )
+
+
+class ActionStatus(StrEnum):
+    ADMITTED = "admitted"  # intent durably recorded, reservation held
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    UNKNOWN = "unknown"  # the outcome could not be established; never shown as failed
+    COMPENSATED = "compensated"
+    REJECTED = "rejected"  # refused at the gate; recorded for the audit trail
+
+
+# Statuses that hold an operation id: a new attempt of the same operation is not admitted.
+HOLDS_OPERATION = frozenset(
+    {ActionStatus.ADMITTED, ActionStatus.SUCCEEDED, ActionStatus.UNKNOWN, ActionStatus.COMPENSATED}
+)
+
+ACTION_TRANSITIONS: frozenset[tuple[ActionStatus, ActionStatus]] = frozenset(
+    {
+        (ActionStatus.ADMITTED, ActionStatus.SUCCEEDED),
+        (ActionStatus.ADMITTED, ActionStatus.FAILED),
+        (ActionStatus.ADMITTED, ActionStatus.UNKNOWN),
+        (ActionStatus.UNKNOWN, ActionStatus.SUCCEEDED),
+        (ActionStatus.UNKNOWN, ActionStatus.FAILED),
+        (ActionStatus.SUCCEEDED, ActionStatus.COMPENSATED),
+    }
+)
+
+
+def check_action_transition(current: ActionStatus, target: ActionStatus) -> None:
+    """Raises:
+    Conflict: `invalid_transition` when the action may not move from `current` to `target`.
+    """
+    if (current, target) not in ACTION_TRANSITIONS:
+        raise Conflict(
+            f"an {current.value} action cannot become {target.value}",
+            code="invalid_transition",
+            status=current.value,
+            target=target.value,
+        )

@@ -1,0 +1,157 @@
+"""Every refusal and failure the gateway reports, with its stable code.
+
+One tree, one base class. The `code` of each class is stable API: clients, harnesses and
+acceptance checks branch on it. `retryable` says whether the same call may succeed later
+without anyone changing anything (a busy store, a destination that is down), as opposed to
+a refusal that needs a decision (an approval, a new lease, a bigger budget).
+
+    WarrantError
+    ├── Unauthenticated                 unauthenticated            (HTTP 401)
+    ├── Forbidden                       forbidden                  (HTTP 403: role may not)
+    ├── NotFound                        not_found                  (HTTP 404, also another tenant's)
+    ├── InvalidRequest                  invalid_request / invalid_contract / payload_mismatch (400/409/422)
+    ├── Conflict                        lease_held / invalid_transition / approval_not_pending (409)
+    └── Refusal                         a tools/call the contract does not allow
+        ├── tool_not_found, invalid_arguments, forbidden, constraint_violated
+        ├── run_paused, run_waiting, run_cancelled, run_completed, run_expired
+        ├── lease_superseded, lease_expired
+        ├── budget_exhausted (names the dimension)
+        ├── approval_required, approval_denied, approval_expired
+        ├── idempotency_conflict, operation_in_progress, outcome_unknown
+        └── upstream_failed, upstream_unauthorized, upstream_unavailable, ...
+
+Refusals carry `details`: extra, JSON-safe fields that reach the client inside
+`structuredContent.error` (the dimension of an exhausted budget, the id of a pending approval).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The codes a tools/call can be refused or failed with (DESIGN.md "Refusals and errors").
+CALL_CODES: frozenset[str] = frozenset(
+    {
+        "unauthenticated",
+        "tool_not_found",
+        "invalid_arguments",
+        "forbidden",
+        "constraint_violated",
+        "run_paused",
+        "run_waiting",
+        "run_cancelled",
+        "run_completed",
+        "run_expired",
+        "lease_superseded",
+        "lease_expired",
+        "budget_exhausted",
+        "approval_required",
+        "approval_denied",
+        "approval_expired",
+        "idempotency_conflict",
+        "idempotency_expired",
+        "operation_in_progress",
+        "outcome_unknown",
+        "upstream_failed",
+        "upstream_unauthorized",
+        "upstream_unavailable",
+        "spec_version_mismatch",
+        "tool_definition_changed",
+        "rate_limited",
+        "payload_too_large",
+    }
+)
+
+# Codes that say "try the same thing again later" without anybody deciding anything.
+RETRYABLE_CODES: frozenset[str] = frozenset(
+    {"operation_in_progress", "upstream_unavailable", "rate_limited", "run_waiting", "approval_required"}
+)
+
+
+class WarrantError(Exception):
+    """Base of every error the gateway reports to a client or operator."""
+
+    code: str = "internal_error"
+    http_status: int = 500
+
+    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.message = message
+        self.details: dict[str, Any] = details
+
+    @property
+    def retryable(self) -> bool:
+        return self.code in RETRYABLE_CODES
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": self.code, "message": self.message, "retryable": self.retryable}
+        for key, value in self.details.items():
+            body.setdefault(key, value)
+        return body
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
+
+
+class Unauthenticated(WarrantError):
+    code = "unauthenticated"
+    http_status = 401
+
+
+class Forbidden(WarrantError):
+    """The principal is known but its role may not do this."""
+
+    code = "forbidden"
+    http_status = 403
+
+
+class NotFound(WarrantError):
+    """No such object, or one that belongs to another tenant (they are not told apart)."""
+
+    code = "not_found"
+    http_status = 404
+
+
+class InvalidRequest(WarrantError):
+    """Malformed or invalid input: lists every problem in `details["problems"]`."""
+
+    code = "invalid_request"
+    http_status = 422
+
+
+class Conflict(WarrantError):
+    """The request is well formed but the object's state does not allow it now."""
+
+    code = "conflict"
+    http_status = 409
+
+
+class Refusal(WarrantError):
+    """A tools/call that the run's contract, lease, budget or approvals do not admit.
+
+    Also used for operator requests refused by a run's state (HTTP 409): `run_cancelled` means
+    the same thing to an agent and to an operator.
+    """
+
+    http_status = 409
+
+    def __init__(self, code: str, message: str, **details: Any) -> None:
+        if code not in CALL_CODES:
+            raise ValueError(f"unknown refusal code {code!r}")
+        super().__init__(message, code=code, **details)
+
+
+class StoreError(WarrantError):
+    """The store could not complete an operation (busy beyond its bound, schema too new)."""
+
+    code = "store_unavailable"
+    http_status = 503
+
+    @property
+    def retryable(self) -> bool:
+        return True
+
+
+class ConfigError(Exception):
+    """A configuration, policy or adapter document is invalid. Stops start-up; never reaches a client."""

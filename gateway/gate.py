@@ -1,0 +1,514 @@
+"""The gate: one tools/call from the bearer lease token to the settled outcome.
+
+1. authenticate the token; a dead lease or a run that is not live is refused at once
+2. resolve the tool and validate its arguments        3. authority (policy and contract)
+4. operation id (writes): replay, conflict, in progress, unknown
+5. approval for exactly this payload, or a pending one created
+6. admit: ONE store transaction (status, deadline, epoch, lease, budget, approval, intent)
+7. dispatch through the adapter with its timeout      8. settle: outcome, receipt, actual cost
+
+The gate speaks in `CallResult`s, not MCP types: the MCP front turns them into tool results.
+A refused call never reaches an adapter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
+from gateway.canonical import payload_sha256
+from gateway.catalog import Catalog, ToolSpec
+from gateway.clock import Clock, isoformat
+from gateway.domain.admission import CallFacts, lease_refusal
+from gateway.domain.contract import Contract, Terms
+from gateway.domain.leases import looks_like_token, token_hash
+from gateway.domain.lifecycle import ActionStatus
+from gateway.domain.operations import (
+    OPERATION_ID_META,
+    derive_operation_id,
+    idempotency_key,
+    repeat_operation_id,
+    valid_client_operation_id,
+)
+from gateway.domain.units import format_money, parse_duration
+from gateway.errors import Refusal, Unauthenticated, WarrantError
+from gateway.policy.engine import approval_rule, authority_refusal
+from gateway.store.base import Admitted, Held, Refused, Store
+from gateway.store.records import (
+    ActionRecord,
+    ApprovalRecord,
+    ApprovalRequest,
+    ApprovalStatus,
+    Intent,
+    RunRecord,
+    SettleKind,
+    Settlement,
+    TokenInfo,
+)
+
+log = logging.getLogger("warrant.gate")
+
+META_ACTION_ID = "warrant/action_id"
+META_REPLAYED = "warrant/replayed"
+META_BUDGET = "warrant/budget_remaining"
+
+
+@dataclass(frozen=True)
+class CallResult:
+    content: list[dict[str, Any]]
+    structured: dict[str, Any] | None = None
+    is_error: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+    code: str | None = None  # the refusal or failure code when is_error
+
+    @classmethod
+    def refused(cls, error: WarrantError, action_id: str | None = None) -> CallResult:
+        meta = {META_ACTION_ID: action_id} if action_id else {}
+        return cls(
+            content=[{"type": "text", "text": f"[{error.code}] {error.message}"}],
+            structured={"error": error.to_dict()},
+            is_error=True,
+            meta=meta,
+            code=error.code,
+        )
+
+
+class Gate:
+    def __init__(self, store: Store, catalog: Catalog, clock: Clock, *, tenant_of_key: bool = True) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.clock = clock
+        self._terms: dict[tuple[str, str], Terms] = {}
+        self._in_flight: dict[str, set[asyncio.Task[Any]]] = defaultdict(set)
+
+    # -- step 1 ------------------------------------------------------------------------------
+    async def authenticate(self, token: str | None) -> TokenInfo:
+        """Raises: Unauthenticated for a missing or unknown token (HTTP 401 at the front)."""
+        if not token or not looks_like_token(token):
+            raise Unauthenticated("a lease token is required: Authorization: Bearer <lease token>")
+        info = await self.store.authenticate(token_hash(token))
+        if info is None:
+            raise Unauthenticated("unknown lease token")
+        return info
+
+    def terms_of(self, run: RunRecord) -> Terms:
+        key = (run.run_id, run.spec_version)
+        terms = self._terms.get(key)
+        if terms is None:
+            if len(self._terms) > 4096:
+                self._terms.clear()
+            terms = Contract.model_validate(run.contract).terms()
+            self._terms[key] = terms
+        return terms
+
+    async def _live(self, info: TokenInfo, tool: str, digest: str) -> CallResult | None:
+        refusal = lease_refusal(info.run.snapshot(), info.epoch, self.clock.now())
+        if refusal is None:
+            return None
+        action_id = await self.store.record_rejection(
+            info.run.run_id, tool=tool, payload_sha256=digest, refusal=refusal, epoch=info.epoch, worker=info.worker
+        )
+        return CallResult.refused(refusal, action_id)
+
+    # -- the call ----------------------------------------------------------------------------
+    async def call(
+        self, token: str | None, tool: str, arguments: Any, meta: Mapping[str, Any] | None = None
+    ) -> CallResult:
+        """One tools/call. Refusals and failures come back as error results, never as exceptions.
+
+        Raises:
+            Unauthenticated: missing or unknown token (the only case answered without a result).
+        """
+        info = await self.authenticate(token)
+        try:
+            digest = payload_sha256(arguments)
+        except ValueError:
+            digest = "0" * 64
+            refusal = Refusal("invalid_arguments", "the arguments are not representable as canonical JSON")
+            return await self._reject(info, tool, digest, refusal)
+        dead = await self._live(info, tool, digest)
+        if dead is not None:
+            return dead
+        operation_id = (meta or {}).get(OPERATION_ID_META)
+        if operation_id is not None and not valid_client_operation_id(operation_id):
+            refusal = Refusal(
+                "invalid_arguments", f"_meta[{OPERATION_ID_META!r}] must be 1-200 characters of [A-Za-z0-9._:/@+=-]"
+            )
+            return await self._reject(info, tool, digest, refusal)
+        return await self._call(info, tool, arguments, digest, operation_id)
+
+    async def _reject(self, info: TokenInfo, tool: str, digest: str, refusal: Refusal) -> CallResult:
+        action_id = await self.store.record_rejection(
+            info.run.run_id, tool=tool, payload_sha256=digest, refusal=refusal, epoch=info.epoch, worker=info.worker
+        )
+        return CallResult.refused(refusal, action_id)
+
+    async def _call(
+        self,
+        info: TokenInfo,
+        tool: str,
+        arguments: Any,
+        digest: str,
+        client_operation_id: str | None,
+        repeat_of: str | None = None,
+    ) -> CallResult:
+        run = info.run
+        terms = self.terms_of(run)
+        spec = self.catalog.get(tool)
+        refusal = authority_refusal(tool, spec, terms, arguments)
+        if refusal is not None or spec is None:
+            assert refusal is not None
+            return await self._reject(info, tool, digest, refusal)
+
+        operation_id: str | None = None
+        if spec.is_write:
+            operation_id = client_operation_id or derive_operation_id(run.lineage_id, tool, digest)
+            holder = await self.store.find_operation(run.lineage_id, operation_id)
+            if holder is not None:
+                return await self._held(info, holder, tool, digest)
+
+        facts = CallFacts(epoch=info.epoch, is_write=spec.is_write, reservation=spec.reservation())
+        approval_id: str | None = None
+        rule = approval_rule(tool, spec, terms, arguments)
+        if rule is not None:
+            decided = await self._approval(info, spec, arguments, digest, rule, facts)
+            if isinstance(decided, CallResult):
+                return decided
+            approval_id = decided
+            facts = CallFacts(epoch=info.epoch, is_write=spec.is_write, approved=True, reservation=facts.reservation)
+
+        intent = Intent(
+            run_id=run.run_id,
+            tool=tool,
+            effect="write" if spec.is_write else "read",
+            payload=arguments,
+            payload_sha256=digest,
+            operation_id=operation_id,
+            idempotency_key=idempotency_key(run.tenant, run.lineage_id, operation_id) if operation_id else None,
+            epoch=info.epoch,
+            worker=info.worker,
+            process_id=self.store.process_id,
+            reservation=facts.reservation,
+            approval_id=approval_id,
+            repeat_of=repeat_of,
+        )
+        admitted = await self.store.admit(intent, facts)
+        if isinstance(admitted, Refused):
+            return CallResult.refused(admitted.refusal, admitted.action_id)
+        if isinstance(admitted, Held):
+            return await self._held(info, admitted.action, tool, digest)
+        assert isinstance(admitted, Admitted)
+        return await self._dispatch_and_settle(spec, admitted.action, arguments)
+
+    async def _held(self, info: TokenInfo, holder: ActionRecord, tool: str, digest: str) -> CallResult:
+        """Gate step 4: the operation id is already taken in this lineage."""
+        if holder.payload_sha256 != digest or holder.tool != tool:
+            refusal = Refusal(
+                "idempotency_conflict",
+                f"operation {holder.operation_id} was used for another payload (action {holder.action_id})",
+                action_id=holder.action_id,
+            )
+            return await self._reject(info, tool, digest, refusal)
+        if holder.status in (ActionStatus.SUCCEEDED, ActionStatus.COMPENSATED):
+            return await self._replay(holder)
+        if holder.status is ActionStatus.ADMITTED:
+            refusal = Refusal(
+                "operation_in_progress", f"action {holder.action_id} is still in flight", action_id=holder.action_id
+            )
+        else:
+            refusal = Refusal(
+                "outcome_unknown",
+                f"action {holder.action_id} may have happened; it must be reconciled before this operation "
+                "can be tried again",
+                action_id=holder.action_id,
+            )
+        return CallResult.refused(refusal, holder.action_id)
+
+    async def _replay(self, holder: ActionRecord) -> CallResult:
+        stored = await self.store.get_blob(holder.result_sha256) if holder.result_sha256 else None
+        stored = stored if isinstance(stored, dict) else {}
+        note = {"type": "text", "text": f"not executed again: identical to action {holder.action_id}"}
+        return CallResult(
+            content=[note, *stored.get("content", [])],
+            structured=stored.get("structured"),
+            meta={META_ACTION_ID: holder.action_id, META_REPLAYED: True},
+        )
+
+    # -- step 5 ------------------------------------------------------------------------------
+    async def _approval(
+        self,
+        info: TokenInfo,
+        spec: ToolSpec,
+        arguments: Any,
+        digest: str,
+        rule: Any,
+        facts: CallFacts,
+        evidence: Any = None,
+        rationale: str | None = None,
+    ) -> str | CallResult:
+        """The approval id to consume, or the result that answers the call now."""
+        now = self.clock.now()
+        run = info.run
+        matching = [
+            a
+            for a in await self.store.approvals_for(run.run_id, spec.name, digest)
+            if a.spec_version == run.spec_version and a.tool_def_sha256 == spec.definition_sha256
+        ]
+        for approval in matching:
+            if approval.status is ApprovalStatus.APPROVED and (approval.valid_until or 0) > now:
+                return approval.approval_id
+        for approval in matching:
+            if approval.status is ApprovalStatus.PENDING and approval.decide_by > now:
+                return _approval_required(approval)
+        latest = matching[0] if matching else None
+        if latest is not None and latest.status is ApprovalStatus.DENIED:
+            refusal = Refusal(
+                "approval_denied",
+                f"approval {latest.approval_id} denied this exact payload",
+                approval_id=latest.approval_id,
+                note=latest.note,
+            )
+            return await self._reject(info, spec.name, digest, refusal)
+        lapsed = latest is not None and latest.status in (
+            ApprovalStatus.EXPIRED,
+            ApprovalStatus.APPROVED,
+            ApprovalStatus.PENDING,
+        )
+        request = ApprovalRequest(
+            run_id=run.run_id,
+            tool=spec.name,
+            payload=arguments,
+            payload_sha256=digest,
+            spec_version=run.spec_version,
+            tool_def_sha256=spec.definition_sha256,
+            role=rule.role,
+            decide_within=parse_duration(rule.decide_within),
+            valid_for=parse_duration(rule.valid_for),
+            on_expiry=rule.on_expiry,
+            requested_by=info.granted_by,
+            evidence=evidence,
+            rationale=rationale,
+        )
+        pending = await self.store.request_approval(request, facts)
+        if isinstance(pending, Refused):
+            return CallResult.refused(pending.refusal, pending.action_id)
+        if lapsed and latest is not None:
+            refusal = Refusal(
+                "approval_expired",
+                f"approval {latest.approval_id} expired; a fresh approval {pending.approval.approval_id} is pending",
+                approval_id=pending.approval.approval_id,
+                expired_approval_id=latest.approval_id,
+                payload_sha256=digest,
+                expires_at=isoformat(pending.approval.decide_by),
+            )
+            return CallResult.refused(refusal)
+        return _approval_required(pending.approval)
+
+    # -- steps 7 and 8 -----------------------------------------------------------------------
+    async def _dispatch_and_settle(self, spec: ToolSpec, action: ActionRecord, arguments: Any) -> CallResult:
+        # The dispatch runs in its own task: a client that goes away does not cancel a write in
+        # flight (its outcome must be recorded); only a hard cancel of the run does.
+        task = asyncio.create_task(self._dispatch(spec, action, arguments))
+        in_flight = self._in_flight[action.run_id]
+        in_flight.add(task)
+        task.add_done_callback(lambda t: self._forget(action.run_id, t))
+        if spec.is_write:
+            return await asyncio.shield(task)
+        return await task
+
+    def _forget(self, run_id: str, task: asyncio.Task[Any]) -> None:
+        tasks = self._in_flight.get(run_id)
+        if tasks is not None:
+            tasks.discard(task)
+            if not tasks:
+                del self._in_flight[run_id]
+
+    async def _dispatch(self, spec: ToolSpec, action: ActionRecord, arguments: Any) -> CallResult:
+        request = CallRequest(
+            tool=spec.tool,
+            arguments=arguments,
+            run_id=action.run_id,
+            action_id=action.action_id,
+            idempotency_key=action.idempotency_key,
+            timeout=spec.timeout,
+        )
+        try:
+            outcome = await asyncio.wait_for(spec.adapter.call(request), timeout=spec.timeout)
+        except TimeoutError:
+            outcome = _uncertain(spec, "upstream_unavailable", f"no answer within {spec.timeout:g} s")
+        except asyncio.CancelledError:
+            # A hard cancel of the run (or shutdown): the request may have left.
+            outcome = _uncertain(spec, "upstream_unavailable", "the call was aborted by a hard cancel")
+            await self._settle(spec, action, outcome)
+            raise
+        except Exception:
+            log.exception("adapter %s raised on %s", spec.adapter.name, spec.name)
+            outcome = _uncertain(spec, "upstream_failed", "the adapter failed unexpectedly")
+        return await self._settle(spec, action, outcome)
+
+    async def _settle(self, spec: ToolSpec, action: ActionRecord, outcome: Outcome) -> CallResult:
+        settlement = _settlement(spec, outcome)
+        settled = await self.store.settle(action.action_id, settlement)
+        meta: dict[str, Any] = {
+            META_ACTION_ID: action.action_id,
+            META_REPLAYED: False,
+            META_BUDGET: _remaining(settled.run, self.clock.now()),
+        }
+        if outcome.kind is OutcomeKind.SUCCEEDED:
+            return CallResult(content=outcome.content, structured=outcome.structured, meta=meta)
+        if outcome.kind is OutcomeKind.UNKNOWN:
+            error = Refusal(
+                "outcome_unknown",
+                f"the outcome of action {action.action_id} could not be established ({outcome.message}); "
+                "it is recorded as unknown and will be reconciled, never retried blindly",
+                action_id=action.action_id,
+            )
+        else:
+            code = outcome.code or "upstream_failed"
+            error = Refusal(
+                code if code in _FAILURE_CODES else "upstream_failed",
+                outcome.message or "the tool reported a failure",
+                action_id=action.action_id,
+                sent=outcome.kind is not OutcomeKind.NOT_SENT,
+            )
+        result = CallResult.refused(error, action.action_id)
+        return CallResult(result.content, result.structured, True, {**meta, **result.meta}, result.code)
+
+    async def abort_run(self, run_id: str) -> int:
+        """Hard cancel: abort this run's calls in flight; they settle as `unknown`."""
+        tasks = list(self._in_flight.get(run_id, ()))
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+        return len(tasks)
+
+    # -- gateway tools -----------------------------------------------------------------------
+    async def repeat(self, token: str | None, action_id: str, reason: str) -> CallResult:
+        """`warrant_repeat`: a deliberate repeat of a succeeded write, under a fresh operation id."""
+        info = await self.authenticate(token)
+        dead = await self._live(info, "warrant_repeat", "0" * 64)
+        if dead is not None:
+            return dead
+        if not reason or not reason.strip():
+            return CallResult.refused(Refusal("invalid_arguments", "a repeat needs a reason"))
+        try:
+            original = await self.store.get_action(info.run.tenant, action_id)
+        except WarrantError:
+            original = None
+        if original is None or original.lineage_id != info.run.lineage_id or original.effect != "write":
+            return CallResult.refused(Refusal("invalid_arguments", f"no write {action_id} in this run's lineage"))
+        if original.status is not ActionStatus.SUCCEEDED:
+            code = "outcome_unknown" if original.status is ActionStatus.UNKNOWN else "invalid_arguments"
+            return CallResult.refused(
+                Refusal(
+                    code,
+                    f"only a succeeded write can be repeated; {action_id} is {original.status.value}",
+                    action_id=action_id,
+                )
+            )
+        arguments = await self.store.get_blob(original.payload_sha256)
+        if arguments is None:
+            return CallResult.refused(Refusal("invalid_arguments", f"the payload of {action_id} was purged"))
+        operation_id = repeat_operation_id(info.run.lineage_id, action_id, reason)
+        return await self._call(
+            info, original.tool, arguments, original.payload_sha256, operation_id, repeat_of=action_id
+        )
+
+    async def status(self, token: str | None) -> dict[str, Any]:
+        """`warrant_status`: the run as its worker may see it."""
+        info = await self.authenticate(token)
+        run = info.run
+        pending = await self.store.list_approvals(run.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
+        refusal = lease_refusal(run.snapshot(), info.epoch, self.clock.now())
+        return {
+            "run_id": run.run_id,
+            "status": run.status.value,
+            "spec_version": run.spec_version,
+            "lease": {
+                "epoch": info.epoch,
+                "current": info.epoch == run.epoch,
+                "expires_at": isoformat(run.lease_expires_at),
+                "refusal": refusal.code if refusal else None,
+            },
+            "deadline": isoformat(run.deadline),
+            "budget_remaining": _remaining(run, self.clock.now()),
+            "pending_approvals": [
+                {
+                    "approval_id": a.approval_id,
+                    "tool": a.tool,
+                    "payload_sha256": a.payload_sha256,
+                    "decide_by": isoformat(a.decide_by),
+                }
+                for a in pending.items
+            ],
+        }
+
+
+_FAILURE_CODES = frozenset(
+    {
+        "upstream_failed",
+        "upstream_unauthorized",
+        "upstream_unavailable",
+        "tool_not_found",
+        "rate_limited",
+        "payload_too_large",
+        "invalid_arguments",
+    }
+)
+
+
+def _approval_required(approval: ApprovalRecord) -> CallResult:
+    refusal = Refusal(
+        "approval_required",
+        f"a human must approve this exact payload first (approval {approval.approval_id}); "
+        "call again with the same arguments once it is approved",
+        approval_id=approval.approval_id,
+        payload_sha256=approval.payload_sha256,
+        expires_at=isoformat(approval.decide_by),
+    )
+    return CallResult.refused(refusal)
+
+
+def _uncertain(spec: ToolSpec, read_code: str, message: str) -> Outcome:
+    """A write whose request may have left is `unknown`; a read that failed is just failed."""
+    if spec.is_write:
+        return Outcome(OutcomeKind.UNKNOWN, code="outcome_unknown", message=message)
+    return Outcome(OutcomeKind.FAILED, code=read_code, message=message)
+
+
+def _settlement(spec: ToolSpec, outcome: Outcome) -> Settlement:
+    kind = {
+        OutcomeKind.SUCCEEDED: SettleKind.SUCCEEDED,
+        OutcomeKind.FAILED: SettleKind.FAILED,
+        OutcomeKind.NOT_SENT: SettleKind.FAILED,
+        OutcomeKind.UNKNOWN: SettleKind.UNKNOWN,
+    }[outcome.kind]
+    result = None
+    if outcome.kind is OutcomeKind.SUCCEEDED:
+        result = {"content": outcome.content, "structured": outcome.structured}
+    return Settlement(
+        kind=kind,
+        sent=outcome.kind is not OutcomeKind.NOT_SENT,
+        code=outcome.code,
+        reason=outcome.message,
+        receipt=outcome.receipt,
+        result=result if spec.is_write else None,
+        actual_spend=outcome.actual_spend,
+        estimate_spend=spec.cost_spend,
+        max_spend=spec.cost_max,
+        durable=spec.is_write,
+    )
+
+
+def _remaining(run: RunRecord, now: float) -> dict[str, Any]:
+    remaining = run.snapshot().remaining(now)
+    return {dim: (format_money(v, run.currency) if dim == "spend" else v) for dim, v in remaining.items()}

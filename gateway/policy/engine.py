@@ -1,0 +1,60 @@
+"""Policy decisions for one call: pure functions of the catalog entry, the contract and the arguments.
+
+Combination, stated once: the tool must exist and have a policy (fail closed); the contract's
+deny patterns win over its allow patterns; every constraint of the contract must hold, and a
+constraint that cannot be evaluated refuses. Approval is required when the policy's rule or the
+contract's rule applies (a contract may add approvals, never remove them); a `when` expression
+that cannot be evaluated requires approval.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.catalog import ToolSpec
+from gateway.domain.contract import ApprovalRule, Terms
+from gateway.errors import Refusal
+from gateway.policy.expressions import ExpressionError, compiled
+
+
+def authority_refusal(name: str, spec: ToolSpec | None, terms: Terms, arguments: Any) -> Refusal | None:
+    """Gate steps 2 and 3: the tool exists, its arguments fit its schema, policy and contract allow it."""
+    if spec is None:
+        return Refusal("tool_not_found", f"no tool named {name!r} is served here", tool=name)
+    if spec.policy is None:
+        return Refusal("forbidden", f"{name} has no policy yet; an operator must give it one", tool=name)
+    if not terms.allows(name):
+        return Refusal("forbidden", f"this run's contract does not allow {name}", tool=name)
+    problems = spec.argument_problems(arguments)
+    if problems:
+        return Refusal("invalid_arguments", f"the arguments do not match {name}'s input schema", problems=problems)
+    constraint = terms.constraints.get(name)
+    if constraint is not None:
+        try:
+            holds = constraint.evaluate(arguments)
+        except ExpressionError:
+            holds = False
+        if not holds:
+            return Refusal(
+                "constraint_violated",
+                f"the arguments break this run's constraint on {name}",
+                constraint=constraint.source,
+            )
+    return None
+
+
+def approval_rule(name: str, spec: ToolSpec, terms: Terms, arguments: Any) -> ApprovalRule | None:
+    """The rule that requires approval for this call, if any. The contract's rule wins on its terms."""
+    for rule in (terms.approval_rule(name), spec.policy.approval if spec.policy else None):
+        if rule is not None and _applies(rule, arguments):
+            return rule
+    return None
+
+
+def _applies(rule: ApprovalRule, arguments: Any) -> bool:
+    if rule.when is None:
+        return True
+    try:
+        return compiled(rule.when).evaluate(arguments)
+    except ExpressionError:
+        return True  # cannot tell: ask a human

@@ -1,0 +1,63 @@
+"""The policy document: per tool, its effect, cost, and approval rule. Gateway-wide.
+
+A contract may narrow what a policy allows, never widen it: a tool no policy names is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from gateway.domain.contract import ApprovalRule
+from gateway.domain.units import currency_exponent, parse_money
+
+
+class Cost(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    spend: str = "0"
+    max: str | None = None  # an actual cost above this raises budget_overrun; reserved at admit
+
+    @field_validator("spend", "max", mode="before")
+    @classmethod
+    def _money(cls, value: object) -> object:
+        if value is None:
+            return None
+        parse_money(value, "USD")
+        return value if isinstance(value, str) else str(value)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Cost:
+        if self.max is not None and parse_money(self.max) < parse_money(self.spend):
+            raise ValueError("cost.max must not be below cost.spend")
+        return self
+
+
+class ToolPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    effect: Literal["read", "write"]
+    cost: Cost = Cost()
+    approval: ApprovalRule | None = None
+
+    @field_validator("approval", mode="before")
+    @classmethod
+    def _rule(cls, value: object) -> object:
+        # In a policy the rule's tool is the key it is written under.
+        if isinstance(value, dict) and "tool" not in value:
+            return {"tool": "*", **value}
+        return value
+
+
+class PolicyDocument(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    currency: str = "USD"
+    tools: dict[str, ToolPolicy] = Field(default_factory=dict)
+
+    @field_validator("currency")
+    @classmethod
+    def _currency(cls, value: str) -> str:
+        currency_exponent(value)
+        return value

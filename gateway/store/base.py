@@ -1,0 +1,210 @@
+"""The store interface. Every invariant lives in its transactions, never in process memory.
+
+Two implementations pass the same contract tests (`tests/store/`): SQLite (embedded, one file)
+and, later, PostgreSQL (several gateway replicas). Each method that decides something (admit,
+lease grants, approval decisions, controls) reads the state it decides on and writes the result
+in ONE transaction, with time taken from the store's clock inside it.
+
+Methods raise `gateway.errors` types only: NotFound (also for another tenant's objects),
+Conflict, Refusal, InvalidRequest, StoreError. No driver exception escapes.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.domain.admission import CallFacts
+from gateway.domain.contract import Contract
+from gateway.errors import Refusal
+from gateway.store.chain import VerifyReport
+from gateway.store.records import (
+    ActionRecord,
+    ApprovalRecord,
+    ApprovalRequest,
+    ApprovalStatus,
+    EventRecord,
+    Intent,
+    LeaseGrant,
+    Page,
+    Principal,
+    RunRecord,
+    Settlement,
+    SettleResult,
+    TokenInfo,
+)
+
+
+@dataclass(frozen=True)
+class Admitted:
+    action: ActionRecord
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The call was refused; the refusal is already recorded as a `rejected` action."""
+
+    refusal: Refusal
+    action_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Held:
+    """Another action already holds this operation id in the lineage."""
+
+    action: ActionRecord
+
+
+AdmitResult = Admitted | Refused | Held
+
+
+@dataclass(frozen=True)
+class ApprovalPending:
+    approval: ApprovalRecord
+    created: bool
+
+
+class Store(abc.ABC):
+    """Raises (every method): StoreError when the database cannot answer within its bound."""
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def open(self) -> None: ...
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    @property
+    @abc.abstractmethod
+    def process_id(self) -> str:
+        """This gateway process's id, recorded on every action it dispatches."""
+
+    # -- runs ------------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def create_run(self, principal: Principal, contract: Contract) -> RunRecord: ...
+
+    @abc.abstractmethod
+    async def get_run(self, tenant: str, run_id: str) -> RunRecord:
+        """Raises: NotFound (also for another tenant's run)."""
+
+    @abc.abstractmethod
+    async def list_runs(
+        self, tenant: str, *, status: str | None = None, cursor: str | None = None, limit: int = 50
+    ) -> Page[RunRecord]: ...
+
+    @abc.abstractmethod
+    async def pause(self, principal: Principal, run_id: str, reason: str | None) -> RunRecord:
+        """Raises: NotFound; Refusal `run_<terminal>`."""
+
+    @abc.abstractmethod
+    async def resume(self, principal: Principal, run_id: str, reason: str | None) -> RunRecord:
+        """To running, or waiting when approvals are pending. The caller reconciles first.
+
+        Raises: NotFound; Refusal `run_<terminal>`; Conflict `invalid_transition`.
+        """
+
+    @abc.abstractmethod
+    async def cancel(self, principal: Principal, run_id: str, reason: str | None, *, hard: bool) -> RunRecord:
+        """Bump the epoch (every token dies), supersede open approvals, cancel child runs.
+
+        Raises: NotFound; Refusal `run_completed` / `run_expired`.
+        """
+
+    # -- leases ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def acquire_lease(self, principal: Principal, run_id: str, worker: str, *, takeover: bool) -> LeaseGrant:
+        """A new epoch and token. Raises: NotFound; Conflict `lease_held`; Refusal `run_<terminal>`."""
+
+    @abc.abstractmethod
+    async def renew_lease(self, token_hash: str) -> LeaseGrant:
+        """The returned grant's `token` is empty: the token is never stored.
+
+        Raises: NotFound (unknown token); Refusal `lease_superseded` / `run_<terminal>`.
+        """
+
+    @abc.abstractmethod
+    async def authenticate(self, token_hash: str) -> TokenInfo | None: ...
+
+    # -- the gate --------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def precheck(self, run_id: str, facts: CallFacts) -> Refusal | None:
+        """Would step 6 admit this call now? Reads only; decides nothing for good."""
+
+    @abc.abstractmethod
+    async def admit(self, intent: Intent, facts: CallFacts) -> AdmitResult:
+        """Gate step 6: status, deadline, epoch, lease expiry, budget, approval, intent: ONE transaction.
+
+        A refusal is recorded as a `rejected` action in the same transaction.
+        """
+
+    @abc.abstractmethod
+    async def record_rejection(
+        self, run_id: str, *, tool: str, payload_sha256: str, refusal: Refusal, epoch: int | None, worker: str | None
+    ) -> str:
+        """Record a call refused before step 6 (authority, arguments, approvals); returns its action id."""
+
+    @abc.abstractmethod
+    async def settle(self, action_id: str, settlement: Settlement) -> SettleResult:
+        """Gate step 8 and reconciliation: record the outcome, release or spend the reservation.
+
+        Needs no lease. `admitted` → any outcome; `unknown` → succeeded / failed only.
+        Raises: NotFound; Conflict `invalid_transition`.
+        """
+
+    @abc.abstractmethod
+    async def find_operation(self, lineage_id: str, operation_id: str) -> ActionRecord | None:
+        """The action that holds this operation id in the lineage, if any."""
+
+    @abc.abstractmethod
+    async def mark_orphans_unknown(self) -> list[str]:
+        """Admitted actions of other (dead) processes become `unknown`. Call once at start-up."""
+
+    # -- approvals -------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def approvals_for(self, run_id: str, tool: str, payload_sha256: str) -> list[ApprovalRecord]:
+        """Approvals bound to this run, tool and payload, newest first."""
+
+    @abc.abstractmethod
+    async def request_approval(self, request: ApprovalRequest, facts: CallFacts) -> ApprovalPending | Refused:
+        """Create (or return) the pending approval, moving the run to waiting; refuses as step 6 would."""
+
+    @abc.abstractmethod
+    async def decide_approval(
+        self, principal: Principal, approval_id: str, *, approve: bool, note: str | None, expected_sha256: str | None
+    ) -> ApprovalRecord:
+        """Raises: NotFound; Forbidden (own request, creator, role); Conflict `approval_not_pending`,
+        `approval_expired`; InvalidRequest `payload_mismatch`."""
+
+    @abc.abstractmethod
+    async def get_approval(self, tenant: str, approval_id: str) -> ApprovalRecord: ...
+
+    @abc.abstractmethod
+    async def list_approvals(
+        self,
+        tenant: str,
+        *,
+        status: ApprovalStatus | None = None,
+        run_id: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> Page[ApprovalRecord]: ...
+
+    # -- the record ------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def get_action(self, tenant: str, action_id: str) -> ActionRecord: ...
+
+    @abc.abstractmethod
+    async def list_actions(
+        self, tenant: str, run_id: str, *, cursor: str | None = None, limit: int = 100
+    ) -> Page[ActionRecord]: ...
+
+    @abc.abstractmethod
+    async def list_events(self, tenant: str, run_id: str, *, after: int = 0, limit: int = 100) -> list[EventRecord]: ...
+
+    @abc.abstractmethod
+    async def get_blob(self, sha256: str) -> Any:
+        """A stored payload or result body, decoded; None when purged or never stored."""
+
+    @abc.abstractmethod
+    async def verify_ledger(self, tenant: str | None = None) -> VerifyReport: ...

@@ -1,0 +1,119 @@
+"""Hash chains of run history, and their verification. Pure: both stores use these functions.
+
+Entry hash = sha256(previous hash ‖ RFC 8785 canonical entry). Each run's chain is its own, so
+runs never serialize on one global chain. Each run's head (last seq and hash) is MAC'd with the
+ledger key, which lives in the environment, never in the store: whoever edits a row and
+recomputes the chain cannot forge the head's MAC, and whoever cuts off the tail leaves the head
+pointing past the last row.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.canonical import canonical_json, hmac_sha256_hex, sha256_hex
+from gateway.clock import isoformat
+
+GENESIS = "0" * 64
+ENTRY_VERSION = 1
+
+
+def entry_body(run_id: str, seq: int, type_: str, at: float, data: dict[str, Any]) -> str:
+    entry = {"v": ENTRY_VERSION, "run_id": run_id, "seq": seq, "type": type_, "at": isoformat(at), "data": data}
+    return canonical_json(entry).decode("utf-8")
+
+
+def entry_hash(prev_hash: str, body: str) -> str:
+    return sha256_hex(bytes.fromhex(prev_hash) + body.encode("utf-8"))
+
+
+def head_mac(key: bytes, run_id: str, seq: int, head_hash: str) -> str:
+    return hmac_sha256_hex(key, canonical_json(["warrant-head-v1", run_id, seq, head_hash]))
+
+
+@dataclass(frozen=True)
+class EntryRow:
+    run_id: str
+    seq: int
+    type: str
+    body: str
+    prev_hash: str
+    hash: str
+
+
+@dataclass(frozen=True)
+class Head:
+    run_id: str
+    seq: int
+    hash: str
+    mac: str
+
+
+@dataclass(frozen=True)
+class BadEntry:
+    run_id: str
+    seq: int | None
+    problem: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "seq": self.seq, "problem": self.problem}
+
+
+def verify_run(run_id: str, rows: Iterable[EntryRow], head: Head | None, key: bytes) -> tuple[int, BadEntry | None]:
+    """Recompute one run's chain, rows in the order the store returns them (by seq).
+
+    Returns the number of entries read and the first bad one, if any.
+    """
+    prev = GENESIS
+    expected_seq = 1
+    count = 0
+    for row in rows:
+        count += 1
+        if row.seq != expected_seq:
+            return count, BadEntry(run_id, row.seq, f"expected entry {expected_seq} here: a row is missing or moved")
+        if row.prev_hash != prev:
+            return count, BadEntry(run_id, row.seq, "does not link to the entry before it")
+        try:
+            body = json.loads(row.body)
+        except ValueError:
+            return count, BadEntry(run_id, row.seq, "body is not JSON")
+        if not isinstance(body, dict) or body.get("run_id") != run_id or body.get("seq") != row.seq:
+            return count, BadEntry(run_id, row.seq, "body names another run or position")
+        if body.get("type") != row.type:
+            return count, BadEntry(run_id, row.seq, "type column differs from the hashed body")
+        if entry_hash(prev, row.body) != row.hash:
+            return count, BadEntry(run_id, row.seq, "hash does not match the body: the entry was edited")
+        prev = row.hash
+        expected_seq += 1
+    last_seq = expected_seq - 1
+    if head is None:
+        return count, BadEntry(run_id, None, "the run has no chain head")
+    if not hmac.compare_digest(head.mac, head_mac(key, run_id, head.seq, head.hash)):
+        return count, BadEntry(run_id, head.seq, "the head's MAC is wrong: rewritten without the ledger key")
+    if head.seq != last_seq or head.hash != prev:
+        if head.seq > last_seq:
+            return count, BadEntry(
+                run_id, last_seq + 1, f"entries {last_seq + 1}..{head.seq} are missing (cut-off tail)"
+            )
+        return count, BadEntry(run_id, head.seq, "the chain does not end at its MAC'd head")
+    return count, None
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    ok: bool
+    runs: int
+    entries: int
+    first_bad: BadEntry | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "runs": self.runs,
+            "entries": self.entries,
+            "first_bad": self.first_bad.as_dict() if self.first_bad else None,
+        }

@@ -1,0 +1,238 @@
+"""What the store hands back: plain, immutable records. No store types leak past the interface."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+from gateway.domain.admission import Reservation, RunSnapshot
+from gateway.domain.contract import DIMENSIONS
+from gateway.domain.lifecycle import ActionStatus, RunStatus
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    tenant: str
+    lineage_id: str
+    parent_run_id: str | None
+    status: RunStatus
+    status_reason: str | None
+    spec_version: str
+    contract: dict[str, Any]
+    currency: str
+    owner: str
+    created_by: str
+    created_at: float
+    updated_at: float
+    deadline: float
+    lease_ttl: float
+    epoch: int
+    lease_worker: str | None
+    lease_granted_by: str | None
+    lease_expires_at: float | None
+    limits: dict[str, int]
+    reserved: dict[str, int]
+    spent: dict[str, int]
+    active_seconds_spent: float
+    active_since: float | None
+    count_waiting: bool
+
+    def snapshot(self) -> RunSnapshot:
+        return RunSnapshot(
+            run_id=self.run_id,
+            tenant=self.tenant,
+            lineage_id=self.lineage_id,
+            status=self.status,
+            spec_version=self.spec_version,
+            epoch=self.epoch,
+            lease_expires_at=self.lease_expires_at,
+            deadline=self.deadline,
+            limits=self.limits,
+            reserved=self.reserved,
+            spent=self.spent,
+            currency=self.currency,
+            active_seconds_spent=self.active_seconds_spent,
+            active_since=self.active_since,
+        )
+
+
+@dataclass(frozen=True)
+class LeaseGrant:
+    """A freshly granted lease. `token` is shown once and never stored."""
+
+    run_id: str
+    token: str
+    epoch: int
+    worker: str
+    expires_at: float
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """What a lease token authenticates as."""
+
+    run: RunRecord
+    epoch: int
+    worker: str
+    granted_by: str
+
+
+@dataclass(frozen=True)
+class Intent:
+    """Everything gate step 6 writes down before the side effect."""
+
+    run_id: str
+    tool: str
+    effect: str
+    payload: Any
+    payload_sha256: str
+    operation_id: str | None
+    idempotency_key: str | None
+    epoch: int
+    worker: str
+    process_id: str
+    reservation: Reservation
+    approval_id: str | None = None
+    repeat_of: str | None = None
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    action_id: str
+    run_id: str
+    tenant: str
+    lineage_id: str
+    tool: str
+    effect: str
+    operation_id: str | None
+    payload_sha256: str
+    idempotency_key: str | None
+    status: ActionStatus
+    code: str | None
+    reason: str | None
+    epoch: int | None
+    worker: str | None
+    approval_id: str | None
+    repeat_of: str | None
+    reserved: dict[str, int]
+    actual_spend: int | None
+    receipt: dict[str, Any] | None
+    result_sha256: str | None
+    process_id: str | None
+    created_at: float
+    settled_at: float | None
+
+
+class SettleKind(StrEnum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # the destination said no, or nothing was sent (see `sent`)
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """How an admitted action ended, as the gate established it."""
+
+    kind: SettleKind
+    sent: bool = True  # False: the request never left; the reservation and any approval are restored
+    code: str | None = None
+    reason: str | None = None
+    receipt: dict[str, Any] | None = None
+    result: Any = None  # stored by hash for replay (succeeded only)
+    actual_spend: int | None = None  # None: the policy's estimate
+    estimate_spend: int = 0
+    max_spend: int | None = None
+    durable: bool = True  # fsync the commit (writes); reads may skip it
+
+
+@dataclass(frozen=True)
+class SettleResult:
+    action: ActionRecord
+    run: RunRecord
+    overrun: bool = False
+    after_cancel: bool = False
+
+
+class ApprovalStatus(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    EXPIRED = "expired"
+    SUPERSEDED = "superseded"
+    USED = "used"
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    run_id: str
+    tool: str
+    payload: Any
+    payload_sha256: str
+    spec_version: str
+    tool_def_sha256: str
+    role: str
+    decide_within: float
+    valid_for: float
+    on_expiry: str
+    requested_by: str
+    evidence: Any = None
+    rationale: str | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalRecord:
+    approval_id: str
+    run_id: str
+    tenant: str
+    tool: str
+    payload_sha256: str
+    spec_version: str
+    tool_def_sha256: str
+    status: ApprovalStatus
+    role: str
+    on_expiry: str
+    valid_for: float
+    requested_by: str
+    evidence: Any
+    rationale: str | None
+    created_at: float
+    decide_by: float
+    valid_until: float | None
+    decided_by: str | None
+    decided_at: float | None
+    note: str | None
+    action_id: str | None
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    run_id: str
+    seq: int
+    type: str
+    at: float
+    data: dict[str, Any]
+    hash: str
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: list[T]
+    next_cursor: str | None = None
+
+
+def zero_dims() -> dict[str, int]:
+    return dict.fromkeys(DIMENSIONS, 0)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who asks: an API key's name, tenant and roles, or a worker's lease."""
+
+    name: str
+    tenant: str
+    roles: frozenset[str] = field(default_factory=frozenset)

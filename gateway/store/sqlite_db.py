@@ -1,0 +1,180 @@
+"""The SQLite connection: pragmas, migrations, the transaction runner and the exclusive-serve lock.
+
+Every transaction runs as ONE function call on aiosqlite's worker thread: `BEGIN IMMEDIATE`,
+the reads it decides on, its writes, `COMMIT`. One thread hop per transaction instead of one per
+statement keeps a write's two durable commits the dominant cost. `BEGIN IMMEDIATE` takes
+SQLite's write lock at the start, so two processes sharing the file serialize on the database,
+not on anything in memory.
+
+Durability: WAL mode. A transaction that writes a write-action's intent or outcome runs with
+`synchronous=FULL` (its commit is fsynced before dispatch proceeds); others with `NORMAL`, which
+survives a process crash but not a power cut (WAL preserves order, so a later FULL commit
+carries every earlier one to disk).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from gateway.errors import ConfigError, StoreError
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 30.0
+
+
+def _migrations() -> list[tuple[int, str]]:
+    folder = resources.files("gateway.store") / "migrations" / "sqlite"
+    found = []
+    for entry in folder.iterdir():
+        name = entry.name
+        if name.endswith(".sql") and name[:4].isdigit():
+            found.append((int(name[:4]), entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+class Database:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._conn: aiosqlite.Connection | None = None
+        self._durable: bool | None = None
+
+    async def open(self) -> None:
+        try:
+            self._conn = await aiosqlite.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self._conn.row_factory = sqlite3.Row
+            await self._call(self._setup)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+    def _setup(self, conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        conn.execute("PRAGMA synchronous=FULL")
+        self._durable = True
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
+            current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
+            migrations = _migrations()
+            newest = migrations[-1][0] if migrations else 0
+            if current > newest:
+                raise StoreError(
+                    f"the store at {self.path} has schema version {current}, newer than this gateway's {newest}: "
+                    "upgrade the gateway"
+                )
+            for version, script in migrations:
+                if version > current:
+                    for statement in _statements(script):
+                        conn.execute(statement)
+                    conn.execute("INSERT INTO schema_migrations VALUES (?, strftime('%s','now'))", (version,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._conn is None:
+            raise StoreError("the store is not open")
+        conn = self._conn
+        # aiosqlite's `_execute` runs a callable on its worker thread, which owns the sqlite3
+        # connection; it is what every public aiosqlite method uses. We need it to run a whole
+        # transaction in one hop. Pinned by tests/store/test_sqlite_specific.py.
+        raw: sqlite3.Connection = conn._conn
+        try:
+            return await conn._execute(fn, raw)  # type: ignore[no-untyped-call,no-any-return]
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"the SQLite store could not complete the operation: {exc}") from exc
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn` as a read (a deferred transaction of its own statements)."""
+        return await self._call(fn)
+
+    async def transaction(self, fn: Callable[[sqlite3.Connection], T], *, durable: bool) -> T:
+        """Run `fn` inside BEGIN IMMEDIATE ... COMMIT; any exception rolls back and propagates."""
+
+        def run(conn: sqlite3.Connection) -> T:
+            if durable is not self._durable:
+                conn.execute("PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=NORMAL")
+                self._durable = durable
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+        return await self._call(run)
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration into statements (they contain no semicolons inside literals)."""
+    lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
+    return [part.strip() for part in "\n".join(lines).split(";") if part.strip()]
+
+
+def sqlite_path(url: str) -> str:
+    """`sqlite:///relative.db`, `sqlite:////abs/path.db`, or `sqlite://:memory:` (tests only)."""
+    if not url.startswith("sqlite://"):
+        raise ConfigError(f"not a sqlite URL: {url!r}")
+    rest = url[len("sqlite://") :]
+    if rest == ":memory:":
+        return ":memory:"
+    if not rest.startswith("/"):
+        raise ConfigError(f"write a sqlite URL as sqlite:///relative.db or sqlite:////absolute.db, not {url!r}")
+    return rest[1:]  # "/warrant.db" -> "warrant.db"; "//abs/w.db" -> "/abs/w.db"
+
+
+class ServeLock:
+    """One `warrant serve` per SQLite file: an exclusive flock on `<file>.lock`, held while serving.
+
+    Other processes (tests, the CLI's offline commands) may still open the store; only a second
+    server is refused, because a server marks every other process's open actions `unknown`.
+    """
+
+    def __init__(self, db_path: str) -> None:
+        self.path = Path(db_path + ".lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Raises: ConfigError when another server holds the file."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            holder = self.path.read_text(encoding="utf-8").strip() or "another process"
+            raise ConfigError(
+                f"another warrant serve ({holder}) already serves {self.path.with_suffix('')}; "
+                "one server per SQLite file (use PostgreSQL for several replicas)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def row_dict(row: sqlite3.Row | None) -> dict[str, Any] | None:
+    return dict(row) if row is not None else None
