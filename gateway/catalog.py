@@ -74,7 +74,7 @@ class Catalog:
         problems: list[str] = []
         seen_adapters: set[str] = set()
         for adapter in adapters:
-            if not ADAPTER_NAME.match(adapter.name):
+            if not ADAPTER_NAME.fullmatch(adapter.name):
                 problems.append(f"adapter name {adapter.name!r} must match {ADAPTER_NAME.pattern}")
                 continue
             if adapter.name in seen_adapters:
@@ -94,6 +94,12 @@ class Catalog:
                     problems.append(f"{name}: input_schema is not a valid JSON Schema: {exc.message}")
                     continue
                 policy = policies.get(name)
+                try:
+                    cost_spend = parse_money(policy.cost.spend, currency) if policy else 0
+                    cost_max = parse_money(policy.cost.max, currency) if policy and policy.cost.max else None
+                except ValueError as exc:
+                    problems.append(f"{name}: cost: {exc}")
+                    continue
                 self._tools[name] = ToolSpec(
                     name=name,
                     adapter=adapter,
@@ -102,8 +108,8 @@ class Catalog:
                     policy=policy,
                     timeout=definition.timeout or DEFAULT_TIMEOUT,
                     validator=validator_cls(definition.input_schema),
-                    cost_spend=parse_money(policy.cost.spend, currency) if policy else 0,
-                    cost_max=parse_money(policy.cost.max, currency) if policy and policy.cost.max else None,
+                    cost_spend=cost_spend,
+                    cost_max=cost_max,
                 )
         if problems:
             raise ConfigError("the tool catalog is invalid:\n" + "\n".join(f"  {p}" for p in problems))
@@ -111,7 +117,7 @@ class Catalog:
     def _name_problem(self, name: str, adapter: str, definition: ToolDefinition) -> str | None:
         if name.startswith(RESERVED_PREFIX):
             return f"{adapter}.{definition.name}: the prefix {RESERVED_PREFIX!r} is reserved for the gateway"
-        if not EXPOSED_NAME.match(name):
+        if not EXPOSED_NAME.fullmatch(name):
             return (
                 f"{adapter}.{definition.name}: exposed name {name!r} must be 1-48 characters of [A-Za-z0-9_-]; "
                 "give the tool an expose_as alias"

@@ -26,7 +26,7 @@ Refusals carry `details`: extra, JSON-safe fields that reach the client inside
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 # The codes a tools/call can be refused or failed with (DESIGN.md "Refusals and errors").
 CALL_CODES: frozenset[str] = frozenset(
@@ -83,6 +83,11 @@ class WarrantError(Exception):
     @property
     def retryable(self) -> bool:
         return self.code in RETRYABLE_CODES
+
+    def with_status(self, http_status: int) -> Self:
+        """The same error, answered with another HTTP status (413 for a body too large, ...)."""
+        self.http_status = http_status
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"code": self.code, "message": self.message, "retryable": self.retryable}

@@ -12,13 +12,14 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from gateway.domain.units import currency_exponent, parse_duration, parse_money
 from gateway.errors import InvalidRequest
 from gateway.policy.expressions import Expression, compiled
 
 DIMENSIONS: tuple[str, ...] = ("spend", "tool_calls", "writes", "active_seconds")
+MAX_COUNT = 10**15 - 1
 
 
 class _Strict(BaseModel):
@@ -37,9 +38,10 @@ def _money(value: object) -> str:
 
 class Budgets(_Strict):
     spend: str
-    tool_calls: int = Field(ge=0)
-    writes: int = Field(ge=0)
-    active_seconds: int = Field(ge=0)
+    # Bounded like money (15 digits), so a limit always fits a 64-bit column.
+    tool_calls: int = Field(ge=0, le=MAX_COUNT)
+    writes: int = Field(ge=0, le=MAX_COUNT)
+    active_seconds: int = Field(ge=0, le=MAX_COUNT)
     count_waiting: bool = False
 
     _spend = field_validator("spend", mode="before")(_money)
@@ -115,13 +117,26 @@ class Contract(_Strict):
         currency_exponent(value)
         return value
 
-    @model_validator(mode="after")
-    def _consistent(self) -> Contract:
-        parse_money(self.budgets.spend, self.currency)
-        ids = [m.id for m in self.milestones]
+    # Cross-field checks are field validators, not a model validator: a model validator runs only
+    # when every field is valid, so its problems would be missing from a list with other problems.
+    @field_validator("budgets")
+    @classmethod
+    def _spend_in_currency(cls, value: Budgets, info: ValidationInfo) -> Budgets:
+        currency = info.data.get("currency")  # absent when the currency itself is invalid
+        if currency is not None:
+            try:
+                parse_money(value.spend, currency)
+            except ValueError as exc:
+                raise ValueError(f"spend: {exc}") from None
+        return value
+
+    @field_validator("milestones")
+    @classmethod
+    def _unique_milestones(cls, value: list[Milestone]) -> list[Milestone]:
+        ids = [m.id for m in value]
         if len(ids) != len(set(ids)):
             raise ValueError("milestone ids must be unique")
-        return self
+        return value
 
     def terms(self) -> Terms:
         b = self.budgets

@@ -29,7 +29,7 @@ def repeat_operation_id(lineage_id: str, action_id: str, reason: str) -> str:
 
 
 def valid_client_operation_id(value: object) -> bool:
-    return isinstance(value, str) and _CLIENT_OPERATION_ID.match(value) is not None
+    return isinstance(value, str) and _CLIENT_OPERATION_ID.fullmatch(value) is not None
 
 
 def idempotency_key(tenant: str, lineage_id: str, operation_id: str) -> str:

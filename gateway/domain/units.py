@@ -12,13 +12,16 @@ from decimal import Decimal, InvalidOperation
 
 # ISO 4217 currencies without minor units; every other currency is taken to have two.
 _ZERO_DECIMAL = frozenset({"JPY", "KRW", "VND", "CLP", "ISK", "UGX", "XAF", "XOF", "PYG", "RWF"})
-_CURRENCY = re.compile(r"^[A-Z]{3}$")
-_MONEY = re.compile(r"^\d{1,15}(\.\d+)?$")
-_DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+# ASCII digits only, matched in full: `\d` alone also takes non-ASCII digits, `$` a trailing newline.
+_CURRENCY = re.compile(r"[A-Z]{3}", re.ASCII)
+_MONEY = re.compile(r"\d{1,15}(\.\d+)?", re.ASCII)
+_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", re.ASCII)
+# Past this a deadline no longer fits a timestamp or a 64-bit column; nobody means it.
+MAX_DURATION = 100 * 365 * 86400
 
 
 def currency_exponent(currency: str) -> int:
-    if not _CURRENCY.match(currency):
+    if not _CURRENCY.fullmatch(currency):
         raise ValueError(f"currency must be an ISO 4217 code like USD, not {currency!r}")
     return 0 if currency in _ZERO_DECIMAL else 2
 
@@ -37,7 +40,7 @@ def parse_money(value: object, currency: str = "USD") -> int:
         text = value.strip()
     else:
         raise ValueError('money must be a decimal string like "4.20"')
-    if not _MONEY.match(text):
+    if not _MONEY.fullmatch(text):
         raise ValueError(f'{text!r} is not a non-negative decimal amount like "4.20"')
     exponent = currency_exponent(currency)
     try:
@@ -63,14 +66,14 @@ def parse_duration(value: object) -> int:
     """`72h`, `5m`, `1h30m`, `2d`, `90s` (or a whole number of seconds) to seconds.
 
     Raises:
-        ValueError: not a positive duration in that form.
+        ValueError: not a positive duration in that form, or longer than `MAX_DURATION`.
     """
     if isinstance(value, bool):
         raise ValueError("a duration is written like 72h, 5m or 90s")
     if isinstance(value, int):
         seconds = value
     elif isinstance(value, str):
-        match = _DURATION.match(value.strip())
+        match = _DURATION.fullmatch(value.strip())
         if not value.strip() or match is None:
             raise ValueError(f"{value!r} is not a duration like 72h, 1h30m, 5m or 90s")
         d, h, m, s = (int(part) if part else 0 for part in match.groups())
@@ -79,6 +82,8 @@ def parse_duration(value: object) -> int:
         raise ValueError("a duration is written like 72h, 5m or 90s")
     if seconds <= 0:
         raise ValueError("a duration must be longer than zero")
+    if seconds > MAX_DURATION:
+        raise ValueError("a duration must not be longer than 100 years")
     return seconds
 
 

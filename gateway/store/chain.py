@@ -74,7 +74,8 @@ def verify_run(run_id: str, rows: Iterable[EntryRow], head: Head | None, key: by
     for row in rows:
         count += 1
         if row.seq != expected_seq:
-            return count, BadEntry(run_id, row.seq, f"expected entry {expected_seq} here: a row is missing or moved")
+            # Name the position that is wrong (as for a cut-off tail), not the intact row found there.
+            return count, BadEntry(run_id, expected_seq, f"found entry {row.seq} here: a row is missing or moved")
         if row.prev_hash != prev:
             return count, BadEntry(run_id, row.seq, "does not link to the entry before it")
         try:
@@ -99,6 +100,8 @@ def verify_run(run_id: str, rows: Iterable[EntryRow], head: Head | None, key: by
             return count, BadEntry(
                 run_id, last_seq + 1, f"entries {last_seq + 1}..{head.seq} are missing (cut-off tail)"
             )
+        if head.seq < last_seq:
+            return count, BadEntry(run_id, head.seq + 1, "entries were appended after the MAC'd head")
         return count, BadEntry(run_id, head.seq, "the chain does not end at its MAC'd head")
     return count, None
 

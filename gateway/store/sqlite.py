@@ -451,8 +451,8 @@ class SQLiteStore(Store):
             put_blob(conn, intent.payload, now)
             conn.execute(
                 "INSERT INTO actions (action_id, run_id, tenant, lineage_id, tool, effect, operation_id, "
-                "payload_sha256, idempotency_key, status, epoch, worker, approval_id, repeat_of, reserved_spend, reserved_calls, "
-                "reserved_writes, process_id, created_at) "
+                "payload_sha256, idempotency_key, status, epoch, worker, approval_id, repeat_of, reserved_spend, "
+                "reserved_calls, reserved_writes, process_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'admitted', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     action_id,
@@ -575,9 +575,9 @@ class SQLiteStore(Store):
             if release:
                 conn.execute(
                     "UPDATE runs SET spend_reserved = spend_reserved - ?, "
-                    "tool_calls_reserved = tool_calls_reserved - ?, writes_reserved = writes_reserved - ?, spend_spent = spend_spent + ?, "
-                    "tool_calls_spent = tool_calls_spent + ?, writes_spent = writes_spent + ?, updated_at = ? "
-                    "WHERE run_id = ?",
+                    "tool_calls_reserved = tool_calls_reserved - ?, writes_reserved = writes_reserved - ?, "
+                    "spend_spent = spend_spent + ?, tool_calls_spent = tool_calls_spent + ?, "
+                    "writes_spent = writes_spent + ?, updated_at = ? WHERE run_id = ?",
                     (held["spend"], held["tool_calls"], held["writes"], spend, calls, writes, now, run.run_id),
                 )
             code = settlement.code
@@ -811,7 +811,7 @@ class SQLiteStore(Store):
                     "the payload is not the one you were shown",
                     code="payload_mismatch",
                     payload_sha256=approval.payload_sha256,
-                )
+                ).with_status(409)
             if approval.requested_by == principal.name:
                 raise Forbidden("a principal never decides an approval it asked for")
             run = run_from_row(self._run_row(conn, approval.run_id))

@@ -49,6 +49,8 @@ class Database:
         self._durable: bool | None = None
 
     async def open(self) -> None:
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
             self._conn = await aiosqlite.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self._conn.row_factory = sqlite3.Row
@@ -125,8 +127,8 @@ class Database:
 
 
 def _statements(script: str) -> list[str]:
-    """Split a migration into statements (they contain no semicolons inside literals)."""
-    lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
+    """Split a migration into statements. Migrations keep `--` and `;` out of string literals."""
+    lines = [line.split("--", 1)[0] for line in script.splitlines()]
     return [part.strip() for part in "\n".join(lines).split(";") if part.strip()]
 
 

@@ -1,0 +1,341 @@
+"""The operator API core: runs, leases, controls, approvals, actions, events, ledger verify.
+
+Every route names the one permission it needs (gateway/roles.py) and scopes every query to the
+key's tenant: another tenant's run is 404, exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from gateway.api.views import action_view, approval_view, event_view, run_view
+from gateway.clock import isoformat
+from gateway.domain.contract import parse_contract, problems_of
+from gateway.domain.leases import looks_like_token, token_hash
+from gateway.errors import InvalidRequest, NotFound, Unauthenticated, WarrantError
+from gateway.roles import require
+from gateway.service import Gateway
+from gateway.store.records import ApprovalStatus, Principal
+
+log = logging.getLogger("warrant.api")
+
+MAX_BODY = 1 << 20
+Handler = Callable[[Request, Principal, Gateway], Awaitable[Response]]
+M = TypeVar("M", bound=BaseModel)
+
+
+def error_response(error: WarrantError) -> JSONResponse:
+    headers = {"WWW-Authenticate": 'Bearer realm="warrant"'} if error.http_status == 401 else None
+    body = {"error": {"code": error.code, "message": error.message, **_jsonable(error.details)}}
+    return JSONResponse(body, status_code=error.http_status, headers=headers)
+
+
+def _jsonable(details: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in details.items() if k not in ("code", "message")}
+
+
+def gateway_of(request: Request) -> Gateway:
+    gateway: Gateway = request.app.state.gateway
+    return gateway
+
+
+def bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+
+
+def authenticate_key(request: Request, gateway: Gateway) -> Principal:
+    key = bearer(request)
+    if key is None:
+        raise Unauthenticated("an API key is required: Authorization: Bearer <key>")
+    principal = gateway.principal_for_key(hashlib.sha256(key.encode()).hexdigest())
+    if principal is None:
+        raise Unauthenticated("unknown API key")
+    return principal
+
+
+def endpoint(permission: str) -> Callable[[Handler], Callable[[Request], Awaitable[Response]]]:
+    def wrap(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+        async def route(request: Request) -> Response:
+            gateway = gateway_of(request)
+            try:
+                principal = authenticate_key(request, gateway)
+                require(principal, permission)
+                return await handler(request, principal, gateway)
+            except WarrantError as error:
+                return error_response(error)
+
+        route.__name__ = handler.__name__
+        return route
+
+    return wrap
+
+
+async def read_json(request: Request) -> Any:
+    """Raises: InvalidRequest for a body that is too large (413) or not JSON (400)."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > MAX_BODY:
+        raise InvalidRequest(f"the body is larger than {MAX_BODY} bytes", code="payload_too_large").with_status(413)
+    body = await request.body()
+    if len(body) > MAX_BODY:
+        raise InvalidRequest(f"the body is larger than {MAX_BODY} bytes", code="payload_too_large").with_status(413)
+    if not body.strip():
+        return {}
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidRequest("the body is not valid JSON", code="invalid_json").with_status(400) from None
+
+
+async def read_model(request: Request, model: type[M]) -> M:
+    data = await read_json(request)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = problems_of(exc)
+        raise InvalidRequest(f"the request has {len(problems)} problem(s)", problems=problems) from None
+
+
+def query_limit(request: Request, default: int = 50, maximum: int = 500) -> int:
+    raw = request.query_params.get("limit")
+    if raw is None:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= maximum:
+        raise InvalidRequest(f"limit must be a whole number from 1 to {maximum}", code="invalid_request")
+    return int(raw)
+
+
+class LeaseBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    worker: str = Field(min_length=1, max_length=128)
+    takeover: bool = False
+
+
+class ControlBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str | None = Field(None, max_length=2000)
+    hard: bool = False
+
+
+class DecisionBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    note: str | None = Field(None, max_length=4000)
+    expected_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+
+
+# -- runs ------------------------------------------------------------------------------------
+@endpoint("runs.create")
+async def create_run(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    contract = parse_contract(await read_json(request))
+    if contract.currency != gateway.catalog.currency:
+        raise InvalidRequest(
+            f"this gateway's policies are in {gateway.catalog.currency}, the contract in {contract.currency}",
+            code="invalid_contract",
+            problems=[{"field": "currency", "problem": f"must be {gateway.catalog.currency}"}],
+        )
+    run = await gateway.store.create_run(principal, contract)
+    return JSONResponse(run_view(run, gateway.clock.now()), status_code=201)
+
+
+@endpoint("runs.read")
+async def list_runs(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    status = request.query_params.get("status")
+    page = await gateway.store.list_runs(
+        principal.tenant, status=status, cursor=request.query_params.get("cursor"), limit=query_limit(request)
+    )
+    now = gateway.clock.now()
+    return JSONResponse({"items": [run_view(r, now) for r in page.items], "next_cursor": page.next_cursor})
+
+
+@endpoint("runs.read")
+async def get_run(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    run = await gateway.store.get_run(principal.tenant, request.path_params["run_id"])
+    view = run_view(run, gateway.clock.now())
+    pending = await gateway.store.list_approvals(principal.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
+    view["approvals"] = [approval_view(a) for a in pending.items]
+    return JSONResponse(view)
+
+
+@endpoint("leases.acquire")
+async def acquire_lease(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    body = await read_model(request, LeaseBody)
+    run_id = request.path_params["run_id"]
+    run = await gateway.store.get_run(principal.tenant, run_id)
+    workers = run.contract.get("workers") or []
+    if workers and "worker" in principal.roles and not principal.roles & {"admin", "operator"}:
+        if principal.name not in workers:
+            raise NotFound(f"no run {run_id}")  # a worker key sees only the runs it is given
+    grant = await gateway.store.acquire_lease(principal, run_id, body.worker, takeover=body.takeover)
+    return JSONResponse(
+        {"run_id": grant.run_id, "token": grant.token, "epoch": grant.epoch, "worker": grant.worker,
+         "expires_at": isoformat(grant.expires_at)},
+        status_code=201,
+    )
+
+
+async def renew_lease(request: Request) -> Response:
+    """Authenticated by the lease token itself, not an API key."""
+    gateway = gateway_of(request)
+    try:
+        token = bearer(request)
+        if token is None or not looks_like_token(token):
+            raise Unauthenticated("a lease token is required: Authorization: Bearer <lease token>")
+        try:
+            grant = await gateway.store.renew_lease(token_hash(token))
+        except NotFound:
+            raise Unauthenticated("unknown lease token") from None
+        return JSONResponse({"run_id": grant.run_id, "epoch": grant.epoch, "worker": grant.worker,
+                             "expires_at": isoformat(grant.expires_at)})
+    except WarrantError as error:
+        return error_response(error)
+
+
+@endpoint("runs.control")
+async def pause_run(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    body = await read_model(request, ControlBody)
+    run = await gateway.pause(principal, request.path_params["run_id"], body.reason)
+    return JSONResponse(run_view(run, gateway.clock.now()))
+
+
+@endpoint("runs.control")
+async def resume_run(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    body = await read_model(request, ControlBody)
+    run = await gateway.resume(principal, request.path_params["run_id"], body.reason)
+    return JSONResponse(run_view(run, gateway.clock.now()))
+
+
+@endpoint("runs.control")
+async def cancel_run(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    body = await read_model(request, ControlBody)
+    run = await gateway.cancel(principal, request.path_params["run_id"], body.reason, hard=body.hard)
+    return JSONResponse(run_view(run, gateway.clock.now()))
+
+
+@endpoint("actions.read")
+async def list_actions(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    run = await gateway.store.get_run(principal.tenant, request.path_params["run_id"])
+    page = await gateway.store.list_actions(
+        principal.tenant, run.run_id, cursor=request.query_params.get("cursor"), limit=query_limit(request, 100)
+    )
+    return JSONResponse(
+        {"items": [action_view(a, run.currency) for a in page.items], "next_cursor": page.next_cursor}
+    )
+
+
+@endpoint("events.read")
+async def list_events(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    raw_after = request.query_params.get("cursor") or request.query_params.get("after") or "0"
+    if not raw_after.isdigit():
+        raise InvalidRequest("cursor must be the seq of the last event seen", code="invalid_cursor")
+    limit = query_limit(request, 100, 1000)
+    events = await gateway.store.list_events(
+        principal.tenant, request.path_params["run_id"], after=int(raw_after), limit=limit
+    )
+    next_cursor = str(events[-1].seq) if len(events) == limit else None
+    return JSONResponse({"items": [event_view(e) for e in events], "next_cursor": next_cursor})
+
+
+@endpoint("actions.resolve")
+async def reconcile_run(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    settled = await gateway.reconcile(principal, request.path_params["run_id"])
+    run = await gateway.store.get_run(principal.tenant, request.path_params["run_id"])
+    return JSONResponse({"run_id": run.run_id, "settled": settled, "run": run_view(run, gateway.clock.now())})
+
+
+# -- approvals -------------------------------------------------------------------------------
+@endpoint("approvals.read")
+async def list_approvals(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    raw_status = request.query_params.get("status")
+    try:
+        status = ApprovalStatus(raw_status) if raw_status else None
+    except ValueError:
+        raise InvalidRequest(
+            f"status must be one of {', '.join(s.value for s in ApprovalStatus)}", code="invalid_request"
+        ) from None
+    page = await gateway.store.list_approvals(
+        principal.tenant, status=status, run_id=request.query_params.get("run_id"),
+        cursor=request.query_params.get("cursor"), limit=query_limit(request),
+    )
+    items = [approval_view(a, await gateway.store.get_blob(a.payload_sha256)) for a in page.items]
+    return JSONResponse({"items": items, "next_cursor": page.next_cursor})
+
+
+@endpoint("approvals.read")
+async def get_approval(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    approval = await gateway.store.get_approval(principal.tenant, request.path_params["approval_id"])
+    return JSONResponse(approval_view(approval, await gateway.store.get_blob(approval.payload_sha256)))
+
+
+async def _decide(request: Request, principal: Principal, gateway: Gateway, approve: bool) -> Response:
+    body = await read_model(request, DecisionBody)
+    approval = await gateway.store.decide_approval(
+        principal, request.path_params["approval_id"], approve=approve, note=body.note,
+        expected_sha256=body.expected_sha256,
+    )
+    return JSONResponse(approval_view(approval, await gateway.store.get_blob(approval.payload_sha256)))
+
+
+@endpoint("approvals.decide")
+async def approve(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    return await _decide(request, principal, gateway, True)
+
+
+@endpoint("approvals.decide")
+async def deny(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    return await _decide(request, principal, gateway, False)
+
+
+# -- ledger ----------------------------------------------------------------------------------
+@endpoint("ledger.verify")
+async def verify_ledger(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    report = await gateway.store.verify_ledger(principal.tenant)
+    return JSONResponse(report.as_dict())
+
+
+def not_yet(what: str, issue: str) -> Callable[[Request], Awaitable[Response]]:
+    async def route(request: Request) -> Response:
+        gateway = gateway_of(request)
+        try:
+            authenticate_key(request, gateway)
+        except WarrantError as error:
+            return error_response(error)
+        body = {"error": {"code": "not_implemented", "message": f"{what} is not served by this version yet ({issue})"}}
+        return JSONResponse(body, status_code=501)
+
+    return route
+
+
+routes = [
+    Route("/api/runs", create_run, methods=["POST"]),
+    Route("/api/runs", list_runs, methods=["GET"]),
+    Route("/api/runs/{run_id}", get_run, methods=["GET"]),
+    Route("/api/runs/{run_id}/lease", acquire_lease, methods=["POST"]),
+    Route("/api/runs/{run_id}/pause", pause_run, methods=["POST"]),
+    Route("/api/runs/{run_id}/resume", resume_run, methods=["POST"]),
+    Route("/api/runs/{run_id}/cancel", cancel_run, methods=["POST"]),
+    Route("/api/runs/{run_id}/actions", list_actions, methods=["GET"]),
+    Route("/api/runs/{run_id}/events", list_events, methods=["GET"]),
+    Route("/api/leases/renew", renew_lease, methods=["POST"]),
+    Route("/api/approvals", list_approvals, methods=["GET"]),
+    Route("/api/approvals/{approval_id}", get_approval, methods=["GET"]),
+    Route("/api/approvals/{approval_id}/approve", approve, methods=["POST"]),
+    Route("/api/approvals/{approval_id}/deny", deny, methods=["POST"]),
+    Route("/api/ledger/verify", verify_ledger, methods=["GET"]),
+    Route("/api/runs/{run_id}/revise", not_yet("revise", "progress and recovery"), methods=["POST"]),
+    Route("/api/runs/{run_id}/reconcile", reconcile_run, methods=["POST"]),
+    Route("/api/runs/{run_id}/successor", not_yet("successor", "progress and recovery"), methods=["POST"]),
+    Route("/api/runs/{run_id}/usage", not_yet("usage", "time and the watchdog"), methods=["POST"]),
+    Route("/api/runs/{run_id}/recovery", not_yet("recovery", "progress and recovery"), methods=["GET"]),
+    Route("/api/runs/{run_id}/report", not_yet("report", "time and the watchdog"), methods=["GET"]),
+    Route("/api/actions/{action_id}/resolve", not_yet("resolve", "HTTP adapters"), methods=["POST"]),
+]

@@ -1,0 +1,114 @@
+"""Records as the API shows them: ids named `<noun>_id`, money as decimal strings, times RFC 3339."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.clock import isoformat
+from gateway.domain.contract import DIMENSIONS
+from gateway.domain.units import format_money
+from gateway.store.records import ActionRecord, ApprovalRecord, EventRecord, RunRecord
+
+
+def _money_or_count(dim: str, value: int, currency: str) -> Any:
+    return format_money(value, currency) if dim == "spend" else value
+
+
+def run_view(run: RunRecord, now: float) -> dict[str, Any]:
+    remaining = run.snapshot().remaining(now)
+    budgets: dict[str, Any] = {}
+    for dim in DIMENSIONS:
+        if dim == "active_seconds":
+            used = int(run.snapshot().active_seconds(now))
+            budgets[dim] = {"limit": run.limits[dim], "reserved": 0, "spent": used, "remaining": remaining[dim]}
+        else:
+            budgets[dim] = {
+                key: _money_or_count(dim, value, run.currency)
+                for key, value in (
+                    ("limit", run.limits[dim]),
+                    ("reserved", run.reserved[dim]),
+                    ("spent", run.spent[dim]),
+                    ("remaining", remaining[dim]),
+                )
+            }
+    lease_live = run.lease_expires_at is not None and now < run.lease_expires_at and not run.status.terminal
+    return {
+        "run_id": run.run_id,
+        "status": run.status.value,
+        "status_reason": run.status_reason,
+        "goal": run.contract.get("goal"),
+        "owner": run.owner,
+        "spec_version": run.spec_version,
+        "lineage_id": run.lineage_id,
+        "parent_run_id": run.parent_run_id,
+        "created_by": run.created_by,
+        "created_at": isoformat(run.created_at),
+        "updated_at": isoformat(run.updated_at),
+        "deadline": isoformat(run.deadline),
+        "currency": run.currency,
+        "budgets": budgets,
+        "lease": {
+            "worker": run.lease_worker,
+            "epoch": run.epoch,
+            "expires_at": isoformat(run.lease_expires_at),
+            "live": lease_live,
+        },
+        "milestones": [{"id": m.get("id"), "required": m.get("required", True), "status": "pending"}
+                       for m in run.contract.get("milestones", [])],
+        "contract": run.contract,
+    }
+
+
+def action_view(action: ActionRecord, currency: str = "USD") -> dict[str, Any]:
+    return {
+        "action_id": action.action_id,
+        "run_id": action.run_id,
+        "tool": action.tool,
+        "effect": action.effect,
+        "status": action.status.value,
+        "code": action.code,
+        "reason": action.reason,
+        "operation_id": action.operation_id,
+        "payload_sha256": action.payload_sha256,
+        "idempotency_key": action.idempotency_key,
+        "epoch": action.epoch,
+        "worker": action.worker,
+        "approval_id": action.approval_id,
+        "repeat_of": action.repeat_of,
+        "reserved": {dim: _money_or_count(dim, v, currency) for dim, v in action.reserved.items()},
+        "actual_spend": format_money(action.actual_spend, currency) if action.actual_spend is not None else None,
+        "receipt": action.receipt,
+        "process_id": action.process_id,
+        "created_at": isoformat(action.created_at),
+        "settled_at": isoformat(action.settled_at),
+    }
+
+
+def approval_view(approval: ApprovalRecord, payload: Any = None) -> dict[str, Any]:
+    return {
+        "approval_id": approval.approval_id,
+        "run_id": approval.run_id,
+        "tool": approval.tool,
+        "status": approval.status.value,
+        "payload_sha256": approval.payload_sha256,
+        "payload": payload,
+        "spec_version": approval.spec_version,
+        "tool_def_sha256": approval.tool_def_sha256,
+        "role": approval.role,
+        "requested_by": approval.requested_by,
+        "evidence": approval.evidence,
+        "rationale": approval.rationale,
+        "created_at": isoformat(approval.created_at),
+        "decide_by": isoformat(approval.decide_by),
+        "valid_until": isoformat(approval.valid_until),
+        "decided_by": approval.decided_by,
+        "decided_at": isoformat(approval.decided_at),
+        "note": approval.note,
+        "action_id": approval.action_id,
+        "on_expiry": approval.on_expiry,
+    }
+
+
+def event_view(event: EventRecord) -> dict[str, Any]:
+    return {"run_id": event.run_id, "seq": event.seq, "type": event.type, "at": isoformat(event.at),
+            "data": event.data, "hash": event.hash}

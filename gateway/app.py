@@ -1,0 +1,82 @@
+"""`warrant serve`: one Starlette app. The operator API under /api and /healthz (MCP at /mcp next).
+
+Resources live in the lifespan: the store is opened, orphaned actions of dead processes are
+marked `unknown`, adapters are started; all of it is closed in reverse on the way out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from gateway import __version__
+from gateway.adapters.base import Adapter
+from gateway.api.routes import error_response
+from gateway.api.routes import routes as api_routes
+from gateway.catalog import Catalog
+from gateway.clock import Clock, SystemClock
+from gateway.config import Settings, load_adapter
+from gateway.errors import ConfigError, NotFound
+from gateway.gate import Gate
+from gateway.policy.loader import load_policies
+from gateway.service import Gateway
+from gateway.store.factory import open_store
+
+log = logging.getLogger("warrant")
+
+
+def build_catalog(settings: Settings, extra_adapters: Sequence[Adapter] = ()) -> tuple[Catalog, list[Adapter]]:
+    currency, policies = load_policies(list(settings.policy_files))
+    adapters = [load_adapter(path) for path in settings.adapter_files] + list(extra_adapters)
+    return Catalog(adapters, policies, currency), adapters
+
+
+async def healthz(request: Request) -> Response:
+    gateway: Gateway = request.app.state.gateway
+    return JSONResponse({"status": "ok", "version": __version__, "process_id": gateway.store.process_id,
+                         "tools": len(gateway.catalog)})
+
+
+async def not_found(request: Request, exc: Exception) -> Response:
+    return error_response(NotFound(f"no route {request.method} {request.url.path}"))
+
+
+def create_app(
+    settings: Settings, *, clock: Clock | None = None, extra_adapters: Sequence[Adapter] = (), exclusive: bool = True
+) -> Starlette:
+    """Raises: ConfigError for an invalid catalog (before anything is opened)."""
+    clock = clock or SystemClock()
+    catalog, adapters = build_catalog(settings, extra_adapters)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with open_store(settings.database, clock=clock, ledger_key=settings.ledger_key,
+                              exclusive=exclusive) as store:
+            orphans = await store.mark_orphans_unknown()
+            if orphans:
+                log.warning("%d action(s) of an earlier gateway process are now unknown: %s", len(orphans),
+                            ", ".join(orphans[:10]))
+            started: list[Adapter] = []
+            try:
+                for adapter in adapters:
+                    await adapter.start()
+                    started.append(adapter)
+                gate = Gate(store, catalog, clock)
+                app.state.gateway = Gateway(store, catalog, gate, clock, adapters, settings.api_keys)
+                yield
+            finally:
+                for adapter in reversed(started):
+                    with contextlib.suppress(Exception):
+                        await adapter.close()
+
+    routes = [Route("/healthz", healthz, methods=["GET"]), *api_routes]
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found})
+
+
+__all__ = ["ConfigError", "create_app"]

@@ -1,0 +1,84 @@
+"""The `warrant` command.
+
+    warrant serve [--config warrant.yaml] [--host H] [--port P]
+    warrant ledger verify [--config warrant.yaml]      (offline: opens the store read-only)
+    warrant version
+
+The operator commands over the HTTP API (runs, leases, approvals, keys) come with the
+operators' surface.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+
+from gateway import __version__
+from gateway.clock import SystemClock
+from gateway.config import find_config, load_settings
+from gateway.errors import ConfigError, StoreError
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from gateway.app import create_app
+
+    settings = load_settings(find_config(args.config))
+    app = create_app(settings)
+    host = args.host or settings.host
+    port = args.port if args.port is not None else settings.port
+    print(f"warrant {__version__} serving on http://{host}:{port} (store: {settings.database})", flush=True)
+    uvicorn.run(app, host=host, port=port, log_level=args.log_level, access_log=False)
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from gateway.store.factory import open_store
+
+    settings = load_settings(find_config(args.config))
+
+    async def run() -> dict[str, object]:
+        async with open_store(settings.database, clock=SystemClock(), ledger_key=settings.ledger_key) as store:
+            return (await store.verify_ledger()).as_dict()
+
+    report = asyncio.run(run())
+    print(json.dumps(report, indent=2))
+    return 0 if report["ok"] else 1
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="warrant", description="A tool gateway for long-running AI agents.")
+    sub = root.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the gateway")
+    serve.add_argument("--config", help="configuration file (default: ./warrant.yaml)")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    serve.set_defaults(func=_serve)
+    ledger = sub.add_parser("ledger", help="the tamper-evident ledger")
+    ledger_sub = ledger.add_subparsers(dest="ledger_command", required=True)
+    verify = ledger_sub.add_parser("verify", help="recompute every run's chain and check its MAC'd head")
+    verify.add_argument("--config")
+    verify.set_defaults(func=_verify)
+    version = sub.add_parser("version", help="print the version")
+    version.set_defaults(func=lambda _args: print(__version__) or 0)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except (ConfigError, StoreError) as exc:
+        print(f"warrant: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

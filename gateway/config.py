@@ -1,0 +1,144 @@
+"""`warrant.yaml`: the gateway's configuration, read once at start-up.
+
+The environment is read here and nowhere else: API keys (`key_env`) and the ledger key
+(`ledger_key_env`, default `WARRANT_LEDGER_KEY`). Paths in the file are relative to the file.
+A missing secret stops start-up naming the variable, never printing a value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gateway.adapters.base import Adapter
+from gateway.domain.contract import problems_of
+from gateway.errors import ConfigError
+from gateway.policy.loader import read_yaml
+from gateway.roles import Role
+
+DEFAULT_CONFIG = "warrant.yaml"
+
+
+class Listen(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    host: str = "127.0.0.1"
+    port: int = Field(default=8700, ge=0, le=65535)
+
+
+class KeyEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=128)
+    tenant: str = Field(min_length=1, max_length=128)
+    roles: list[Role] = Field(min_length=1)
+    key_env: str = Field(min_length=1)
+
+
+class ConfigFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    database: str = "sqlite:///warrant.db"
+    listen: Listen = Listen()
+    api_keys: list[KeyEntry] = []
+    adapters: list[str] = []
+    policies: list[str] = []
+    ledger_key_env: str = "WARRANT_LEDGER_KEY"
+
+
+class AdapterFile(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str
+    kind: Literal["python", "http", "mcp"]
+    factory: str | None = None  # kind: python — "package.module:function" returning an Adapter
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    name: str
+    tenant: str
+    roles: frozenset[str]
+    key_sha256: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    path: Path
+    database: str
+    host: str
+    port: int
+    api_keys: tuple[ApiKey, ...]
+    adapter_files: tuple[Path, ...]
+    policy_files: tuple[Path, ...]
+    ledger_key: bytes
+
+
+def find_config(explicit: str | None) -> Path:
+    """`--config`, else ./warrant.yaml. Raises ConfigError when neither exists."""
+    path = Path(explicit or DEFAULT_CONFIG)
+    if not path.is_file():
+        raise ConfigError(f"no configuration at {path}: pass --config PATH (the repository ships warrant.yaml)")
+    return path.resolve()
+
+
+def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Settings:
+    """Raises: ConfigError listing what is wrong (never a secret's value)."""
+    env = os.environ if environ is None else environ
+    try:
+        raw = ConfigFile.model_validate(read_yaml(path) or {})
+    except ValidationError as exc:
+        lines = [f"  {p['field']}: {p['problem']}" for p in problems_of(exc)]
+        raise ConfigError(f"{path}: invalid configuration:\n" + "\n".join(lines)) from None
+    missing = [k.key_env for k in raw.api_keys if not env.get(k.key_env)]
+    if not env.get(raw.ledger_key_env):
+        missing.append(raw.ledger_key_env)
+    if missing:
+        raise ConfigError(f"{path}: these environment variables must be set: {', '.join(sorted(set(missing)))}")
+    names = [k.name for k in raw.api_keys]
+    if len(names) != len(set(names)):
+        raise ConfigError(f"{path}: api key names must be unique")
+    keys = tuple(
+        ApiKey(k.name, k.tenant, frozenset(k.roles), hashlib.sha256(env[k.key_env].encode()).hexdigest())
+        for k in raw.api_keys
+    )
+    base = path.parent
+    database = raw.database
+    if database.startswith("sqlite:///") and not database.startswith("sqlite:////"):
+        database = "sqlite:///" + str((base / database[len("sqlite:///") :]).resolve())
+    return Settings(
+        path=path,
+        database=database,
+        host=raw.listen.host,
+        port=raw.listen.port,
+        api_keys=keys,
+        adapter_files=tuple((base / p).resolve() for p in raw.adapters),
+        policy_files=tuple((base / p).resolve() for p in raw.policies),
+        ledger_key=env[raw.ledger_key_env].encode(),
+    )
+
+
+def load_adapter(path: Path) -> Adapter:
+    """Raises: ConfigError for an invalid document or a kind not served by this version."""
+    data: Any = read_yaml(path)
+    try:
+        doc = AdapterFile.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"  {p['field']}: {p['problem']}" for p in problems_of(exc)]
+        raise ConfigError(f"{path}: invalid adapter:\n" + "\n".join(lines)) from None
+    if doc.kind != "python":
+        raise ConfigError(f"{path}: adapters of kind {doc.kind!r} are not served by this version yet")
+    if not doc.factory or ":" not in doc.factory:
+        raise ConfigError(f"{path}: a python adapter names its factory as 'package.module:function'")
+    module_name, _, attr = doc.factory.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"{path}: cannot import {doc.factory}: {exc}") from exc
+    adapter = factory(doc.name)
+    if not isinstance(adapter, Adapter):
+        raise ConfigError(f"{path}: {doc.factory} did not return an Adapter")
+    return adapter

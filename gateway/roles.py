@@ -1,0 +1,53 @@
+"""Who may do what: DESIGN.md's role table, written once as data and enforced from it.
+
+Each API route names one permission; a principal holds a permission when any of its roles
+grants it. Every key belongs to one tenant, and every query is scoped to it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from gateway.errors import Forbidden
+from gateway.store.records import Principal
+
+Role = Literal["admin", "operator", "approver", "auditor", "worker"]
+
+PERMISSIONS: frozenset[str] = frozenset(
+    {
+        "runs.create",
+        "runs.read",
+        "runs.control",  # pause, resume, cancel
+        "leases.acquire",
+        "approvals.read",
+        "approvals.decide",
+        "actions.read",
+        "actions.resolve",
+        "events.read",
+        "ledger.verify",
+        "usage.report",
+    }
+)
+
+ROLES: dict[str, frozenset[str]] = {
+    "admin": PERMISSIONS,
+    "operator": frozenset(
+        {"runs.create", "runs.read", "runs.control", "leases.acquire", "actions.read", "actions.resolve",
+         "events.read", "approvals.read"}
+    ),
+    "approver": frozenset({"approvals.read", "approvals.decide"}),
+    "auditor": frozenset({"runs.read", "actions.read", "events.read", "ledger.verify", "approvals.read"}),
+    "worker": frozenset({"leases.acquire", "usage.report"}),
+}
+
+
+def permits(principal: Principal, permission: str) -> bool:
+    if permission not in PERMISSIONS:
+        raise ValueError(f"unknown permission {permission!r}")
+    return any(permission in ROLES.get(role, frozenset()) for role in principal.roles)
+
+
+def require(principal: Principal, permission: str) -> None:
+    """Raises: Forbidden when none of the principal's roles grants `permission`."""
+    if not permits(principal, permission):
+        raise Forbidden(f"the key {principal.name!r} ({', '.join(sorted(principal.roles))}) may not {permission}")
