@@ -68,9 +68,15 @@ class CallFacts:
 
 
 def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
-    """Gate step 1 for a known token: the run's status, the epoch, the lease's expiry."""
+    """Gate step 1 for a known token: the run's status and deadline, the epoch, the lease's expiry.
+
+    A run past its deadline is expired whatever its lease says; a dead lease is refused before
+    a paused run is mentioned, since that worker may not act for the run at all.
+    """
     if run.status.terminal:
         return status_refusal(run.status)
+    if now >= run.deadline:
+        return status_refusal(RunStatus.EXPIRED)
     if epoch != run.epoch:
         return Refusal(
             "lease_superseded",
@@ -80,8 +86,6 @@ def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
         )
     if run.lease_expires_at is None or now >= run.lease_expires_at:
         return Refusal("lease_expired", "the lease expired; renew or acquire it again", epoch=epoch)
-    if now >= run.deadline:
-        return status_refusal(RunStatus.EXPIRED)
     if run.status is RunStatus.PAUSED:
         return status_refusal(run.status)
     return None

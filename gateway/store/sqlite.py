@@ -533,7 +533,7 @@ class SQLiteStore(Store):
         self, run_id: str, *, tool: str, payload_sha256: str, refusal: Refusal, epoch: int | None, worker: str | None
     ) -> str:
         def tx(conn: Conn) -> str:
-            run = run_from_row(self._run_row(conn, run_id))
+            run = self._expire_if_due(conn, run_from_row(self._run_row(conn, run_id)), self._clock.now())
             return self._reject(
                 conn,
                 run,

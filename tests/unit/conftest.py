@@ -22,7 +22,13 @@ DESIGN_CONTRACT: dict[str, Any] = {
         "constraints": {"email__send": "args.to.endsWith('@acme.example')"},
     },
     "approvals": [
-        {"tool": "crm__create_contact", "role": "approver", "decide_within": "4h", "valid_for": "1h", "on_expiry": "pause"}
+        {
+            "tool": "crm__create_contact",
+            "role": "approver",
+            "decide_within": "4h",
+            "valid_for": "1h",
+            "on_expiry": "pause",
+        }
     ],
     "milestones": [{"id": "inventory", "checks": [{"artifact": "inventory.json", "schema": {}}]}],
 }

@@ -1,6 +1,13 @@
 import pytest
 
-from gateway.domain.units import MAX_DURATION, currency_exponent, format_duration, format_money, parse_money, parse_duration
+from gateway.domain.units import (
+    MAX_DURATION,
+    currency_exponent,
+    format_duration,
+    format_money,
+    parse_duration,
+    parse_money,
+)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,118 @@
+"""A real `warrant serve` app under uvicorn on a loopback port, with a test adapter and two tenants."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from gateway.adapters.python import PythonAdapter
+from gateway.app import create_app
+from gateway.clock import ManualClock
+from gateway.config import load_settings
+from gateway.service import Gateway
+
+KEYS = {
+    "ops": ("acme", "admin"),
+    "op": ("acme", "operator"),
+    "appr": ("acme", "approver"),
+    "aud": ("acme", "auditor"),
+    "wrk": ("acme", "worker"),
+    "other": ("globex", "admin"),
+}
+
+CONTRACT: dict[str, Any] = {
+    "goal": "Test the operator API",
+    "spec_version": "v1",
+    "owner": "ana@acme.example",
+    "expires_in": "72h",
+    "lease_ttl": "5m",
+    "budgets": {"spend": "1.00", "tool_calls": 100, "writes": 10, "active_seconds": 7200},
+    "authority": {"allow": ["shop__*"]},
+}
+
+
+@dataclass
+class Api:
+    url: str
+    clock: ManualClock
+    effects: list[dict[str, Any]]
+    app: Any
+
+    def client(self, key: str | None) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer key-{key}"} if key else {}
+        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=10)
+
+    @property
+    def gateway(self) -> Gateway:
+        gateway: Gateway = self.app.state.gateway
+        return gateway
+
+
+def shop_adapter(effects: list[dict[str, Any]]) -> PythonAdapter:
+    shop = PythonAdapter("shop")
+
+    @shop.tool(input_schema={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})
+    async def find(args: dict[str, Any], call: Any) -> dict[str, Any]:
+        return {"hits": []}
+
+    @shop.tool(input_schema={"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]})
+    async def order(args: dict[str, Any], call: Any) -> dict[str, Any]:
+        effects.append(args)
+        return {"id": f"order-{len(effects)}"}
+
+    return shop
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+async def api(tmp_path: Path) -> AsyncIterator[Api]:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "tools:\n"
+        "  shop__find: {effect: read}\n"
+        "  shop__order: {effect: write, cost: {spend: '0.10'}, approval: {role: approver}}\n"
+    )
+    keys = "\n".join(
+        f"  - {{name: {name}, tenant: {tenant}, roles: [{role}], key_env: KEY_{name.upper()}}}"
+        for name, (tenant, role) in KEYS.items()
+    )
+    config = tmp_path / "warrant.yaml"
+    config.write_text(f"database: sqlite:///{tmp_path}/w.db\napi_keys:\n{keys}\npolicies: [policy.yaml]\n")
+    env = {f"KEY_{name.upper()}": f"key-{name}" for name in KEYS} | {"WARRANT_LEDGER_KEY": "test-ledger-key"}
+    settings = load_settings(config, env)
+    clock = ManualClock()
+    effects: list[dict[str, Any]] = []
+    app = create_app(settings, clock=clock, extra_adapters=[shop_adapter(effects)])
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    import asyncio
+
+    task = asyncio.create_task(server.serve())
+    for _ in range(500):
+        if server.started:
+            break
+        await asyncio.sleep(0.01)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield Api(f"http://127.0.0.1:{port}", clock, effects, app)
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
