@@ -47,17 +47,14 @@ async def not_found(request: Request, exc: Exception) -> Response:
     return error_response(NotFound(f"no route {request.method} {request.url.path}"))
 
 
-def create_app(
-    settings: Settings, *, clock: Clock | None = None, extra_adapters: Sequence[Adapter] = (), exclusive: bool = True
-) -> Starlette:
+def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters: Sequence[Adapter] = ()) -> Starlette:
     """Raises: ConfigError for an invalid catalog (before anything is opened)."""
     clock = clock or SystemClock()
     catalog, adapters = build_catalog(settings, extra_adapters)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_store(settings.database, clock=clock, ledger_key=settings.ledger_key,
-                              exclusive=exclusive) as store:
+        async with open_store(settings.database, clock=clock, ledger_key=settings.ledger_key) as store:
             orphans = await store.mark_orphans_unknown()
             if orphans:
                 log.warning("%d action(s) of an earlier gateway process are now unknown: %s", len(orphans),

@@ -26,13 +26,15 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gateway.app import create_app
+    from gateway.store.factory import serving
 
     settings = load_settings(find_config(args.config))
     app = create_app(settings)
     host = args.host or settings.host
     port = args.port if args.port is not None else settings.port
-    print(f"warrant {__version__} serving on http://{host}:{port} (store: {settings.database})", flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=args.log_level, access_log=False)
+    with serving(settings.database):
+        print(f"warrant {__version__} serving on http://{host}:{port} (store: {settings.database})", flush=True)
+        uvicorn.run(app, host=host, port=port, log_level=args.log_level, access_log=False)
     return 0
 
 

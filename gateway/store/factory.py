@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 from gateway.clock import Clock
 from gateway.errors import ConfigError
@@ -13,25 +13,40 @@ from gateway.store.sqlite_db import ServeLock, sqlite_path
 
 
 @contextlib.asynccontextmanager
-async def open_store(url: str, *, clock: Clock, ledger_key: bytes, exclusive: bool = False) -> AsyncIterator[Store]:
-    """Open the store named by `url`. `exclusive`: this process serves it (one server per SQLite file).
+async def open_store(url: str, *, clock: Clock, ledger_key: bytes) -> AsyncIterator[Store]:
+    """Open the store named by `url`.
 
-    Raises: ConfigError for an unsupported URL or a file another server holds.
+    Raises: ConfigError for an unsupported URL.
     """
     if url.startswith("sqlite://"):
-        path = sqlite_path(url)
-        lock = ServeLock(path) if exclusive and path != ":memory:" else None
-        if lock is not None:
-            lock.acquire()
-        store = SQLiteStore(path, clock=clock, ledger_key=ledger_key)
+        store = SQLiteStore(sqlite_path(url), clock=clock, ledger_key=ledger_key)
         try:
             await store.open()
             yield store
         finally:
             await store.close()
-            if lock is not None:
-                lock.release()
         return
     if url.startswith(("postgresql://", "postgres://")):
         raise ConfigError("the PostgreSQL store is not in this version yet; use sqlite:///warrant.db")
     raise ConfigError(f"unsupported database URL {url.split(':', 1)[0]}:...; use sqlite:///PATH")
+
+
+@contextlib.contextmanager
+def serving(url: str) -> Iterator[None]:
+    """Held by `warrant serve` for its whole life: one server per SQLite file.
+
+    A server marks every other process's open actions `unknown` at start-up, so two servers on
+    one file would each declare the other's calls in flight lost.
+
+    Raises: ConfigError when another server already serves the file.
+    """
+    path = sqlite_path(url) if url.startswith("sqlite://") else ":memory:"
+    if path == ":memory:":
+        yield
+        return
+    lock = ServeLock(path)
+    lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()

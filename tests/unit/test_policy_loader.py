@@ -34,7 +34,7 @@ def test_policy_files_are_merged(tmp_path: Path) -> None:
     assert rule is not None and rule.tool == "*" and rule.when is not None
 
 
-def test_no_policy_files_means_no_tools(tmp_path: Path) -> None:
+def test_no_policy_files_means_no_tools() -> None:
     assert load_policies([]) == ("USD", {})
 
 

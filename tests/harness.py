@@ -1,0 +1,326 @@
+"""A small world for store and gate tests: a store backend, a real Gate, tools that record every side effect.
+
+The tests under `tests/store/` and `tests/integration/` reach the store only through the `Store`
+interface and the `Backend` below, so a PostgreSQL backend can run the same suite by adding one
+class here and one parameter to the `backend` fixtures.
+
+Tools (adapter `t`; exposed as `t__<name>`), each appending to `Tools.calls` when invoked and to
+`Tools.effects` when its side effect happens. `Tools.modes[name]` changes how a tool behaves:
+
+    ok        the side effect happens; the tool answers {"id": ...}
+    block     the side effect happens, then the tool waits for `Tools.release` (a call in flight)
+    not_sent  nothing happens; the adapter reports "not sent" (NotSent)
+    crash     nothing happens; the adapter raises, so a write's outcome is unknown
+
+`Tools.actual_spend[name]` makes a tool report its actual cost (minor units).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import sqlite3
+from collections.abc import Awaitable, Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+
+from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
+from gateway.adapters.python import NotSent, PythonAdapter
+from gateway.canonical import canonical_json
+from gateway.catalog import Catalog
+from gateway.clock import ManualClock
+from gateway.domain.contract import parse_contract
+from gateway.domain.operations import OPERATION_ID_META
+from gateway.gate import META_ACTION_ID, CallResult, Gate
+from gateway.policy.model import ToolPolicy
+from gateway.store.base import Store
+from gateway.store.records import ActionRecord, ApprovalRecord, EventRecord, Principal, RunRecord
+from gateway.store.sqlite import SQLiteStore
+
+TENANT = "acme"
+LEDGER_KEY = b"test-ledger-key-never-used-in-production"
+WAIT = 10.0  # seconds: the bound on every wait in these tests
+
+OPS = Principal("ops", TENANT, frozenset({"operator"}))
+APPROVER = Principal("ana", TENANT, frozenset({"approver"}))
+
+TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+QUERY = {"type": "object", "properties": {"q": {"type": "string"}}}
+ADDRESS = {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}
+NOTHING = {"type": "object"}
+
+# Tool name -> (input schema, policy or None). `t__nopolicy` exists but no policy names it.
+TOOLS: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {
+    "read": (QUERY, {"effect": "read"}),
+    "write": (TEXT, {"effect": "write"}),
+    "paid": (TEXT, {"effect": "write", "cost": {"spend": "0.05", "max": "0.10"}}),
+    "approve": (TEXT, {"effect": "write", "approval": {"decide_within": "2m", "valid_for": "1m"}}),
+    "constrained": (ADDRESS, {"effect": "write"}),
+    "denied": (NOTHING, {"effect": "write"}),
+    "nopolicy": (NOTHING, None),
+}
+
+CONTRACT: dict[str, Any] = {
+    "goal": "exercise the gate",
+    "spec_version": "v1",
+    "owner": "ops@acme.example",
+    "expires_in": "72h",
+    "lease_ttl": "5m",
+    "budgets": {"spend": "100.00", "tool_calls": 1000, "writes": 100, "active_seconds": 100000},
+    "authority": {
+        "allow": ["t__*"],
+        "deny": ["t__denied"],
+        "constraints": {"t__constrained": "args.to.endsWith('@acme.example')"},
+    },
+}
+
+
+def contract(**changes: Any) -> dict[str, Any]:
+    """The test contract; `budgets` and `authority` changes are merged, everything else replaced."""
+    body = copy.deepcopy(CONTRACT)
+    for key, value in changes.items():
+        if key in ("budgets", "authority"):
+            body[key].update(value)
+        else:
+            body[key] = value
+    return body
+
+
+def op(operation_id: str) -> dict[str, str]:
+    """The `_meta` of a call that names its own operation id."""
+    return {OPERATION_ID_META: operation_id}
+
+
+class Tools:
+    """The adapters' tools and the record of what they did."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.effects: list[tuple[str, dict[str, Any]]] = []
+        self.modes: dict[str, str] = {}
+        self.actual_spend: dict[str, int] = {}
+        self.release = asyncio.Event()
+        self._entered: asyncio.Condition | None = None
+        self.adapter = PythonAdapter("t")
+        for name, (schema, _) in TOOLS.items():
+            self.adapter.tool(input_schema=schema, name=name, description=f"test tool {name}")(self._tool(name))
+        # An adapter whose tool has a policy but is outside every test contract's allow list.
+        self.other = PythonAdapter("x")
+        self.other.tool(input_schema=QUERY, name="read", description="outside the contract")(self._tool("x.read"))
+
+    def catalog(self) -> Catalog:
+        policies = {
+            f"t__{name}": ToolPolicy.model_validate(policy) for name, (_, policy) in TOOLS.items() if policy is not None
+        }
+        policies["x__read"] = ToolPolicy(effect="read")
+        return Catalog([self.adapter, self.other], policies)
+
+    def _tool(self, name: str) -> Any:
+        async def tool(args: dict[str, Any], call: CallRequest) -> Any:
+            self.calls.append((name, args))
+            mode = self.modes.get(name, "ok")
+            if mode == "not_sent":
+                raise NotSent("the destination refused the connection")
+            if mode == "crash":
+                raise RuntimeError("the adapter broke after it may have sent the request")
+            self.effects.append((name, args))
+            await self._notify()
+            if mode == "block":
+                await self.release.wait()
+            body = {"id": f"obj-{len(self.effects)}", "tool": name}
+            if name in self.actual_spend:
+                return Outcome(
+                    OutcomeKind.SUCCEEDED,
+                    content=[{"type": "text", "text": json.dumps(body)}],
+                    structured=body,
+                    receipt={"id": body["id"]},
+                    actual_spend=self.actual_spend[name],
+                )
+            return body
+
+        return tool
+
+    async def _notify(self) -> None:
+        async with self._condition():
+            self._condition().notify_all()
+
+    def _condition(self) -> asyncio.Condition:
+        if self._entered is None:
+            self._entered = asyncio.Condition()
+        return self._entered
+
+    async def wait_for_effects(self, count: int) -> None:
+        """Until at least `count` side effects happened (bounded)."""
+        with anyio.fail_after(WAIT):
+            async with self._condition():
+                await self._condition().wait_for(lambda: len(self.effects) >= count)
+
+
+class Backend(Protocol):
+    """One store implementation, and the raw access a test needs to tamper with its ledger."""
+
+    name: str
+
+    def store(self, clock: ManualClock, *, process_id: str | None = None, ledger_key: bytes = LEDGER_KEY) -> Store: ...
+
+    def events(self, run_id: str) -> list[dict[str, Any]]: ...
+
+    def set_event(self, run_id: str, seq: int, **columns: Any) -> None: ...
+
+    def delete_events(self, run_id: str, *seqs: int) -> None: ...
+
+    def swap_events(self, run_id: str, a: int, b: int) -> None: ...
+
+    def set_head(self, run_id: str, *, seq: int, hash: str) -> None: ...
+
+
+class SQLiteBackend:
+    """The SQLite store on a file; tampering goes through plain sqlite3, outside the store."""
+
+    name = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def store(self, clock: ManualClock, *, process_id: str | None = None, ledger_key: bytes = LEDGER_KEY) -> Store:
+        return SQLiteStore(str(self.path), clock=clock, ledger_key=ledger_key, process_id=process_id)
+
+    def _execute(self, *statements: tuple[str, tuple[Any, ...]]) -> list[sqlite3.Row]:
+        conn = sqlite3.connect(self.path, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            rows: list[sqlite3.Row] = []
+            for sql, params in statements:
+                rows = conn.execute(sql, params).fetchall()
+            conn.execute("COMMIT")
+            return rows
+        finally:
+            conn.close()
+
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._execute(("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,)))
+        return [dict(row) for row in rows]
+
+    def set_event(self, run_id: str, seq: int, **columns: Any) -> None:
+        assignments = ", ".join(f"{column} = ?" for column in columns)
+        sql = f"UPDATE events SET {assignments} WHERE run_id = ? AND seq = ?"
+        self._execute((sql, (*columns.values(), run_id, seq)))
+
+    def delete_events(self, run_id: str, *seqs: int) -> None:
+        self._execute(*(("DELETE FROM events WHERE run_id = ? AND seq = ?", (run_id, seq)) for seq in seqs))
+
+    def swap_events(self, run_id: str, a: int, b: int) -> None:
+        move = "UPDATE events SET seq = ? WHERE run_id = ? AND seq = ?"
+        self._execute((move, (-1, run_id, a)), (move, (a, run_id, b)), (move, (b, run_id, -1)))
+
+    def set_head(self, run_id: str, *, seq: int, hash: str) -> None:
+        self._execute(("UPDATE chain_heads SET seq = ?, hash = ? WHERE run_id = ?", (seq, hash, run_id)))
+
+
+def edited_body(body: str, **data: Any) -> str:
+    """An event body with some of its data changed, still canonical JSON."""
+    entry = json.loads(body)
+    entry["data"].update(data)
+    return canonical_json(entry).decode("utf-8")
+
+
+@dataclass
+class Run:
+    run_id: str
+    token: str
+    lineage_id: str
+
+
+@dataclass
+class World:
+    """A store, a gate over it, the tools and a clock that only moves when told to."""
+
+    store: Store
+    gate: Gate
+    tools: Tools
+    clock: ManualClock
+    backend: Backend
+    _tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+    async def new_run(self, **changes: Any) -> Run:
+        run = await self.store.create_run(OPS, parse_contract(contract(**changes)))
+        grant = await self.store.acquire_lease(OPS, run.run_id, "worker-1", takeover=False)
+        return Run(run.run_id, grant.token, run.lineage_id)
+
+    async def takeover(self, run: Run, worker: str = "worker-2") -> str:
+        grant = await self.store.acquire_lease(OPS, run.run_id, worker, takeover=True)
+        return grant.token
+
+    async def call(self, token: str | None, tool: str, arguments: Any, meta: dict[str, Any] | None = None) -> CallResult:
+        with anyio.fail_after(WAIT):
+            return await self.gate.call(token, tool, arguments, meta)
+
+    def spawn(self, call: Coroutine[Any, Any, CallResult]) -> asyncio.Task[CallResult]:
+        """Start a call in the background (torn down with the world)."""
+        task = asyncio.create_task(call)
+        self._tasks.append(task)
+        return task
+
+    async def settled(self, task: Awaitable[CallResult]) -> CallResult:
+        with anyio.fail_after(WAIT):
+            return await task
+
+    async def run(self, run_id: str) -> RunRecord:
+        return await self.store.get_run(TENANT, run_id)
+
+    async def action(self, result_or_id: CallResult | str) -> ActionRecord:
+        action_id = result_or_id if isinstance(result_or_id, str) else result_or_id.meta[META_ACTION_ID]
+        return await self.store.get_action(TENANT, action_id)
+
+    async def actions(self, run_id: str) -> list[ActionRecord]:
+        page = await self.store.list_actions(TENANT, run_id, limit=1000)
+        return page.items
+
+    async def events(self, run_id: str) -> list[EventRecord]:
+        return await self.store.list_events(TENANT, run_id, limit=1000)
+
+    async def event_types(self, run_id: str) -> list[str]:
+        return [event.type for event in await self.events(run_id)]
+
+    async def approval(self, result_or_id: CallResult | str) -> ApprovalRecord:
+        if isinstance(result_or_id, CallResult):
+            assert result_or_id.structured is not None
+            result_or_id = result_or_id.structured["error"]["approval_id"]
+        return await self.store.get_approval(TENANT, result_or_id)
+
+    async def decide(self, result_or_id: CallResult | str, *, approve: bool = True) -> ApprovalRecord:
+        approval = await self.approval(result_or_id)
+        return await self.store.decide_approval(
+            APPROVER, approval.approval_id, approve=approve, note=None, expected_sha256=approval.payload_sha256
+        )
+
+    async def teardown(self) -> None:
+        self.tools.release.set()
+        with anyio.fail_after(WAIT):
+            for task in self._tasks:
+                try:
+                    await task
+                except Exception:  # the test that spawned it has already checked or failed on it
+                    pass
+        await self.store.close()
+
+
+async def open_world(backend: Backend, clock: ManualClock) -> World:
+    store = backend.store(clock, process_id="test-gateway")
+    await store.open()
+    tools = Tools()
+    return World(store=store, gate=Gate(store, tools.catalog(), clock), tools=tools, clock=clock, backend=backend)
+
+
+def code_of(result: CallResult) -> str | None:
+    """The refusal or failure code of a call result (None for a success)."""
+    return result.code if result.is_error else None
+
+
+def text_of(result: CallResult) -> str:
+    return "".join(block.get("text", "") for block in result.content if block.get("type") == "text")
