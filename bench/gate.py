@@ -20,7 +20,6 @@ import asyncio
 import contextvars
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -31,15 +30,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gateway.adapters.base import CallRequest  # noqa: E402
-from gateway.adapters.python import PythonAdapter  # noqa: E402
-from gateway.catalog import Catalog  # noqa: E402
-from gateway.clock import SystemClock  # noqa: E402
-from gateway.domain.contract import Contract  # noqa: E402
-from gateway.gate import META_REPLAYED, Gate  # noqa: E402
-from gateway.policy.model import ToolPolicy  # noqa: E402
-from gateway.store.records import Principal  # noqa: E402
-from gateway.store.sqlite import SQLiteStore  # noqa: E402
+from gateway.adapters.base import CallRequest
+from gateway.adapters.python import PythonAdapter
+from gateway.catalog import Catalog
+from gateway.clock import SystemClock
+from gateway.domain.contract import Contract
+from gateway.gate import META_REPLAYED, Gate
+from gateway.policy.model import ToolPolicy
+from gateway.store.records import Principal
+from gateway.store.sqlite import SQLiteStore
 
 READ_TOOL = "bench__noop_read"
 WRITE_TOOL = "bench__noop_write"
@@ -180,6 +179,14 @@ async def setup(path: str) -> tuple[SQLiteStore, Gate, str]:
     clock = SystemClock()
     store = SQLiteStore(path, clock=clock, ledger_key=b"bench-ledger-key-not-a-secret-0123456789")
     await store.open()
+    try:
+        return store, *(await _prepare(store, clock))
+    except BaseException:
+        await store.close()  # aiosqlite's thread would keep the process alive
+        raise
+
+
+async def _prepare(store: SQLiteStore, clock: SystemClock) -> tuple[Gate, str]:
     catalog = Catalog(
         [build_adapter()],
         {READ_TOOL: ToolPolicy(effect="read"), WRITE_TOOL: ToolPolicy(effect="write")},
@@ -200,7 +207,7 @@ async def setup(path: str) -> tuple[SQLiteStore, Gate, str]:
     run = await store.create_run(operator, contract)
     lease = await store.acquire_lease(operator, run.run_id, "bench-worker", takeover=False)
     count_store_work(store)
-    return store, Gate(store, catalog, clock), lease.token
+    return Gate(store, catalog, clock), lease.token
 
 
 def table(phases: list[Phase]) -> str:

@@ -39,8 +39,9 @@ def build_catalog(settings: Settings, extra_adapters: Sequence[Adapter] = ()) ->
 
 async def healthz(request: Request) -> Response:
     gateway: Gateway = request.app.state.gateway
-    return JSONResponse({"status": "ok", "version": __version__, "process_id": gateway.store.process_id,
-                         "tools": len(gateway.catalog)})
+    return JSONResponse(
+        {"status": "ok", "version": __version__, "process_id": gateway.store.process_id, "tools": len(gateway.catalog)}
+    )
 
 
 async def not_found(request: Request, exc: Exception) -> Response:
@@ -57,8 +58,11 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         async with open_store(settings.database, clock=clock, ledger_key=settings.ledger_key) as store:
             orphans = await store.mark_orphans_unknown()
             if orphans:
-                log.warning("%d action(s) of an earlier gateway process are now unknown: %s", len(orphans),
-                            ", ".join(orphans[:10]))
+                log.warning(
+                    "%d action(s) of an earlier gateway process are now unknown: %s",
+                    len(orphans),
+                    ", ".join(orphans[:10]),
+                )
             started: list[Adapter] = []
             try:
                 for adapter in adapters:

@@ -85,6 +85,7 @@ class Gate:
         self.clock = clock
         self._terms: dict[tuple[str, str], Terms] = {}
         self._in_flight: dict[str, set[asyncio.Task[Any]]] = defaultdict(set)
+        self._aborting: set[asyncio.Task[Any]] = set()  # dispatches a hard cancel is aborting
 
     # -- step 1 ------------------------------------------------------------------------------
     async def authenticate(self, token: str | None) -> TokenInfo:
@@ -227,7 +228,7 @@ class Gate:
                 "can be tried again",
                 action_id=holder.action_id,
             )
-        return CallResult.refused(refusal, holder.action_id)
+        return await self._reject(info, tool, digest, refusal)
 
     async def _replay(self, holder: ActionRecord) -> CallResult:
         stored = await self.store.get_blob(holder.result_sha256) if holder.result_sha256 else None
@@ -313,13 +314,21 @@ class Gate:
     async def _dispatch_and_settle(self, spec: ToolSpec, action: ActionRecord, arguments: Any) -> CallResult:
         # The dispatch runs in its own task: a client that goes away does not cancel a write in
         # flight (its outcome must be recorded); only a hard cancel of the run does.
-        task = asyncio.create_task(self._dispatch(spec, action, arguments))
+        started: list[bool] = []
+        task = asyncio.create_task(self._dispatch(spec, action, arguments, started))
         in_flight = self._in_flight[action.run_id]
         in_flight.add(task)
         task.add_done_callback(lambda t: self._forget(action.run_id, t))
-        if spec.is_write:
-            return await asyncio.shield(task)
-        return await task
+        try:
+            if spec.is_write:
+                return await asyncio.shield(task)
+            return await task
+        except asyncio.CancelledError:
+            if not (task.cancelled() and not started and task in self._aborting):
+                raise
+        # Aborted by a hard cancel before the dispatch began: nothing was sent.
+        outcome = Outcome(OutcomeKind.NOT_SENT, code="upstream_unavailable", message="aborted before it was sent")
+        return await self._settle(spec, action, outcome)
 
     def _forget(self, run_id: str, task: asyncio.Task[Any]) -> None:
         tasks = self._in_flight.get(run_id)
@@ -328,7 +337,8 @@ class Gate:
             if not tasks:
                 del self._in_flight[run_id]
 
-    async def _dispatch(self, spec: ToolSpec, action: ActionRecord, arguments: Any) -> CallResult:
+    async def _dispatch(self, spec: ToolSpec, action: ActionRecord, arguments: Any, started: list[bool]) -> CallResult:
+        started.append(True)
         request = CallRequest(
             tool=spec.tool,
             arguments=arguments,
@@ -344,7 +354,13 @@ class Gate:
         except asyncio.CancelledError:
             # A hard cancel of the run (or shutdown): the request may have left.
             outcome = _uncertain(spec, "upstream_unavailable", "the call was aborted by a hard cancel")
-            await self._settle(spec, action, outcome)
+            result = await self._settle(spec, action, outcome)
+            task = asyncio.current_task()
+            if task is not None and task in self._aborting:
+                # Our own abort, not the caller going away: the caller, still waiting, gets the
+                # outcome as recorded instead of a CancelledError it never asked for.
+                task.uncancel()
+                return result
             raise
         except Exception:
             log.exception("adapter %s raised on %s", spec.adapter.name, spec.name)
@@ -383,12 +399,15 @@ class Gate:
         """Hard cancel: abort this run's calls in flight; they settle as `unknown`."""
         tasks = list(self._in_flight.get(run_id, ()))
         for task in tasks:
+            self._aborting.add(task)
             task.cancel()
-        for task in tasks:
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
+        try:
+            # gather with return_exceptions: the tasks' own cancellations are results here, while a
+            # cancellation of the caller of abort_run still reaches it.
+            await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            for task in tasks:
+                self._aborting.discard(task)
         return len(tasks)
 
     # -- gateway tools -----------------------------------------------------------------------

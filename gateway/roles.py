@@ -32,8 +32,16 @@ PERMISSIONS: frozenset[str] = frozenset(
 ROLES: dict[str, frozenset[str]] = {
     "admin": PERMISSIONS,
     "operator": frozenset(
-        {"runs.create", "runs.read", "runs.control", "leases.acquire", "actions.read", "actions.resolve",
-         "events.read", "approvals.read"}
+        {
+            "runs.create",
+            "runs.read",
+            "runs.control",
+            "leases.acquire",
+            "actions.read",
+            "actions.resolve",
+            "events.read",
+            "approvals.read",
+        }
     ),
     "approver": frozenset({"approvals.read", "approvals.decide"}),
     "auditor": frozenset({"runs.read", "actions.read", "events.read", "ledger.verify", "approvals.read"}),

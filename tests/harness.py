@@ -10,6 +10,7 @@ Tools (adapter `t`; exposed as `t__<name>`), each appending to `Tools.calls` whe
     ok        the side effect happens; the tool answers {"id": ...}
     block     the side effect happens, then the tool waits for `Tools.release` (a call in flight)
     not_sent  nothing happens; the adapter reports "not sent" (NotSent)
+    failed    nothing happens; the destination says no (ToolFailed)
     crash     nothing happens; the adapter raises, so a write's outcome is unknown
 
 `Tools.actual_spend[name]` makes a tool report its actual cost (minor units).
@@ -29,7 +30,7 @@ from typing import Any, Protocol
 import anyio
 
 from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
-from gateway.adapters.python import NotSent, PythonAdapter
+from gateway.adapters.python import NotSent, PythonAdapter, ToolFailed
 from gateway.canonical import canonical_json
 from gateway.catalog import Catalog
 from gateway.clock import ManualClock
@@ -101,6 +102,7 @@ class Tools:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.effects: list[tuple[str, dict[str, Any]]] = []
+        self.keys: list[str | None] = []  # the idempotency key each call carried to the destination
         self.modes: dict[str, str] = {}
         self.actual_spend: dict[str, int] = {}
         self.release = asyncio.Event()
@@ -122,9 +124,12 @@ class Tools:
     def _tool(self, name: str) -> Any:
         async def tool(args: dict[str, Any], call: CallRequest) -> Any:
             self.calls.append((name, args))
+            self.keys.append(call.idempotency_key)
             mode = self.modes.get(name, "ok")
             if mode == "not_sent":
                 raise NotSent("the destination refused the connection")
+            if mode == "failed":
+                raise ToolFailed("the destination rejected the request")
             if mode == "crash":
                 raise RuntimeError("the adapter broke after it may have sent the request")
             self.effects.append((name, args))
@@ -256,7 +261,9 @@ class World:
         grant = await self.store.acquire_lease(OPS, run.run_id, worker, takeover=True)
         return grant.token
 
-    async def call(self, token: str | None, tool: str, arguments: Any, meta: dict[str, Any] | None = None) -> CallResult:
+    async def call(
+        self, token: str | None, tool: str, arguments: Any, meta: dict[str, Any] | None = None
+    ) -> CallResult:
         with anyio.fail_after(WAIT):
             return await self.gate.call(token, tool, arguments, meta)
 

@@ -177,8 +177,13 @@ async def acquire_lease(request: Request, principal: Principal, gateway: Gateway
             raise NotFound(f"no run {run_id}")  # a worker key sees only the runs it is given
     grant = await gateway.store.acquire_lease(principal, run_id, body.worker, takeover=body.takeover)
     return JSONResponse(
-        {"run_id": grant.run_id, "token": grant.token, "epoch": grant.epoch, "worker": grant.worker,
-         "expires_at": isoformat(grant.expires_at)},
+        {
+            "run_id": grant.run_id,
+            "token": grant.token,
+            "epoch": grant.epoch,
+            "worker": grant.worker,
+            "expires_at": isoformat(grant.expires_at),
+        },
         status_code=201,
     )
 
@@ -194,8 +199,14 @@ async def renew_lease(request: Request) -> Response:
             grant = await gateway.store.renew_lease(token_hash(token))
         except NotFound:
             raise Unauthenticated("unknown lease token") from None
-        return JSONResponse({"run_id": grant.run_id, "epoch": grant.epoch, "worker": grant.worker,
-                             "expires_at": isoformat(grant.expires_at)})
+        return JSONResponse(
+            {
+                "run_id": grant.run_id,
+                "epoch": grant.epoch,
+                "worker": grant.worker,
+                "expires_at": isoformat(grant.expires_at),
+            }
+        )
     except WarrantError as error:
         return error_response(error)
 
@@ -227,9 +238,7 @@ async def list_actions(request: Request, principal: Principal, gateway: Gateway)
     page = await gateway.store.list_actions(
         principal.tenant, run.run_id, cursor=request.query_params.get("cursor"), limit=query_limit(request, 100)
     )
-    return JSONResponse(
-        {"items": [action_view(a, run.currency) for a in page.items], "next_cursor": page.next_cursor}
-    )
+    return JSONResponse({"items": [action_view(a, run.currency) for a in page.items], "next_cursor": page.next_cursor})
 
 
 @endpoint("events.read")
@@ -263,8 +272,11 @@ async def list_approvals(request: Request, principal: Principal, gateway: Gatewa
             f"status must be one of {', '.join(s.value for s in ApprovalStatus)}", code="invalid_request"
         ) from None
     page = await gateway.store.list_approvals(
-        principal.tenant, status=status, run_id=request.query_params.get("run_id"),
-        cursor=request.query_params.get("cursor"), limit=query_limit(request),
+        principal.tenant,
+        status=status,
+        run_id=request.query_params.get("run_id"),
+        cursor=request.query_params.get("cursor"),
+        limit=query_limit(request),
     )
     items = [approval_view(a, await gateway.store.get_blob(a.payload_sha256)) for a in page.items]
     return JSONResponse({"items": items, "next_cursor": page.next_cursor})
@@ -279,7 +291,10 @@ async def get_approval(request: Request, principal: Principal, gateway: Gateway)
 async def _decide(request: Request, principal: Principal, gateway: Gateway, approve: bool) -> Response:
     body = await read_model(request, DecisionBody)
     approval = await gateway.store.decide_approval(
-        principal, request.path_params["approval_id"], approve=approve, note=body.note,
+        principal,
+        request.path_params["approval_id"],
+        approve=approve,
+        note=body.note,
         expected_sha256=body.expected_sha256,
     )
     return JSONResponse(approval_view(approval, await gateway.store.get_blob(approval.payload_sha256)))

@@ -53,8 +53,10 @@ def run_view(run: RunRecord, now: float) -> dict[str, Any]:
             "expires_at": isoformat(run.lease_expires_at),
             "live": lease_live,
         },
-        "milestones": [{"id": m.get("id"), "required": m.get("required", True), "status": "pending"}
-                       for m in run.contract.get("milestones", [])],
+        "milestones": [
+            {"id": m.get("id"), "required": m.get("required", True), "status": "pending"}
+            for m in run.contract.get("milestones", [])
+        ],
         "contract": run.contract,
     }
 
@@ -110,5 +112,11 @@ def approval_view(approval: ApprovalRecord, payload: Any = None) -> dict[str, An
 
 
 def event_view(event: EventRecord) -> dict[str, Any]:
-    return {"run_id": event.run_id, "seq": event.seq, "type": event.type, "at": isoformat(event.at),
-            "data": event.data, "hash": event.hash}
+    return {
+        "run_id": event.run_id,
+        "seq": event.seq,
+        "type": event.type,
+        "at": isoformat(event.at),
+        "data": event.data,
+        "hash": event.hash,
+    }

@@ -682,7 +682,8 @@ class SQLiteStore(Store):
             for row in rows:
                 reason = "the gateway process that dispatched it ended before its outcome was recorded"
                 conn.execute(
-                    "UPDATE actions SET status = 'unknown', reason = ? WHERE action_id = ?", (reason, row["action_id"])
+                    "UPDATE actions SET status = 'unknown', code = 'outcome_unknown', reason = ? WHERE action_id = ?",
+                    (reason, row["action_id"]),
                 )
                 self._event(
                     conn,

@@ -166,14 +166,12 @@ CASES = [
         "operation_in_progress",
         _calling("t__write", {"text": "a"}),
         setup=_write_in_flight,
-        recorded=False,
     ),
     Case(
         "outcome_unknown",
         "outcome_unknown",
         _calling("t__write", {"text": "a"}),
         setup=_write_with_unknown_outcome,
-        recorded=False,
     ),
 ]
 

@@ -50,4 +50,3 @@ async def test_the_old_workers_call_in_flight_settles_and_its_later_calls_are_re
     assert code_of(replay) is None
     assert replay.meta[META_REPLAYED] is True and replay.meta[META_ACTION_ID] == action.action_id
     assert world.tools.effects == [("write", {"text": "a"})]
-

@@ -43,7 +43,10 @@ def config(tmp_path: Path) -> tuple[Path, int, dict[str, str]]:
 def _serve(config: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "gateway.cli", "serve", "--config", str(config), "--log-level", "warning"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -120,7 +123,10 @@ def test_serve_refuses_to_start_without_its_secrets(config: tuple[Path, int, dic
     env = {k: v for k, v in env.items() if k != "WARRANT_LEDGER_KEY"}
     proc = subprocess.run(
         [sys.executable, "-m", "gateway.cli", "serve", "--config", str(path)],
-        env=env, capture_output=True, text=True, timeout=30,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert proc.returncode == 2
     assert "WARRANT_LEDGER_KEY" in proc.stderr

@@ -90,6 +90,11 @@ def test_a_terminal_status_is_named_before_a_superseded_or_expired_lease(status:
     assert _code(run, _read()) == f"run_{status.value}"
 
 
+def test_a_passed_deadline_is_named_before_a_superseded_or_expired_lease() -> None:
+    run = _run(status=RunStatus.PAUSED, epoch=4, lease_expires_at=NOW - 1, deadline=NOW)
+    assert _code(run, _read()) == "run_expired"
+
+
 def test_a_superseded_lease_is_named_before_an_expired_one_and_before_a_pause() -> None:
     run = _run(status=RunStatus.PAUSED, epoch=4, lease_expires_at=NOW - 1)
     assert _code(run, _read()) == "lease_superseded"

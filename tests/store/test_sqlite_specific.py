@@ -1,0 +1,93 @@
+"""What only the SQLite store has: its file, its migrations, and the aiosqlite internals it leans on."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import aiosqlite
+import pytest
+
+from gateway.clock import ManualClock
+from gateway.domain.contract import parse_contract
+from gateway.errors import StoreError
+from gateway.store.sqlite import SQLiteStore
+from gateway.store.sqlite_db import SCHEMA_VERSION, Database
+from tests.harness import LEDGER_KEY, OPS, TENANT, contract
+
+pytestmark = pytest.mark.anyio
+
+
+def _sql(path: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+async def test_a_store_refuses_a_file_with_a_newer_schema_version(tmp_path: Path) -> None:
+    path = tmp_path / "warrant.db"
+    first = SQLiteStore(str(path), clock=ManualClock(), ledger_key=LEDGER_KEY)
+    await first.open()
+    try:
+        # A newer gateway migrated the file while this one was running.
+        _sql(path, "INSERT INTO schema_migrations VALUES (?, 0)", SCHEMA_VERSION + 1)
+        second = SQLiteStore(str(path), clock=ManualClock(), ledger_key=LEDGER_KEY)
+        with pytest.raises(StoreError) as refused:
+            await second.open()
+        assert refused.value.code == "store_unavailable"
+        await second.close()
+    finally:
+        await first.close()
+
+
+async def test_reopening_a_file_keeps_its_runs_and_applies_each_migration_once(tmp_path: Path) -> None:
+    path = tmp_path / "warrant.db"
+    clock = ManualClock()
+    store = SQLiteStore(str(path), clock=clock, ledger_key=LEDGER_KEY)
+    await store.open()
+    run = await store.create_run(OPS, parse_contract(contract()))
+    await store.close()
+
+    again = SQLiteStore(str(path), clock=clock, ledger_key=LEDGER_KEY)
+    await again.open()
+    try:
+        assert (await again.get_run(TENANT, run.run_id)).run_id == run.run_id
+    finally:
+        await again.close()
+    versions = _sql(path, "SELECT version FROM schema_migrations ORDER BY version")
+    assert versions == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
+    assert _sql(path, "PRAGMA journal_mode") == [("wal",)]
+
+
+async def test_a_transaction_that_raises_leaves_nothing_behind(tmp_path: Path) -> None:
+    db = Database(str(tmp_path / "warrant.db"))
+    await db.open()
+    try:
+
+        def write_then_fail(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO blobs (sha256, body, created_at) VALUES ('x', 'y', 0)")
+            raise ValueError("changed its mind")
+
+        with pytest.raises(ValueError):
+            await db.transaction(write_then_fail, durable=True)
+        assert await db.read(lambda conn: conn.execute("SELECT COUNT(*) FROM blobs").fetchone()[0]) == 0
+    finally:
+        await db.close()
+
+
+async def test_the_aiosqlite_internals_the_store_runs_its_transactions_through_are_still_there(
+    tmp_path: Path,
+) -> None:
+    # Database._call runs a whole transaction as one call on aiosqlite's worker thread, through
+    # `Connection._execute(fn, raw)` with the raw sqlite3 connection from `Connection._conn`.
+    conn = await aiosqlite.connect(tmp_path / "pin.db")
+    try:
+        raw = conn._conn
+        assert isinstance(raw, sqlite3.Connection)
+        same, thread = await conn._execute(lambda c: (c is raw, threading.get_ident()), raw)
+        assert same and thread != threading.get_ident()
+    finally:
+        await conn.close()

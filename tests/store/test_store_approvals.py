@@ -1,0 +1,133 @@
+"""Approvals: bound to one exact payload, single use, restored when their action was never sent."""
+
+from __future__ import annotations
+
+import asyncio
+
+import anyio
+import pytest
+
+from gateway.domain.lifecycle import ActionStatus, RunStatus
+from gateway.errors import Conflict, Forbidden, InvalidRequest
+from gateway.store.records import ApprovalStatus, Principal
+from tests.harness import OPS, TENANT, WAIT, World, code_of, op
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_pending_approval_moves_the_run_to_waiting_and_its_decision_moves_it_back(world: World) -> None:
+    run = await world.new_run()
+    asked = await world.call(run.token, "t__approve", {"text": "big"})
+    assert code_of(asked) == "approval_required"
+    assert (await world.run(run.run_id)).status is RunStatus.WAITING
+    # Asking again returns the same pending approval, not a second one.
+    again = await world.call(run.token, "t__approve", {"text": "big"})
+    assert (await world.approval(again)).approval_id == (await world.approval(asked)).approval_id
+
+    approval = await world.decide(asked)
+    assert approval.status is ApprovalStatus.APPROVED
+    assert (await world.run(run.run_id)).status is RunStatus.RUNNING
+    done = await world.call(run.token, "t__approve", {"text": "big"})
+    assert code_of(done) is None
+    assert world.tools.effects == [("approve", {"text": "big"})]
+    used = await world.approval(approval.approval_id)
+    assert (used.status, used.action_id) == (ApprovalStatus.USED, (await world.action(done)).action_id)
+
+
+async def test_an_approval_is_used_once_even_by_concurrent_calls(world: World) -> None:
+    run = await world.new_run()
+    await world.decide(await world.call(run.token, "t__approve", {"text": "big"}))
+    # Two deliberate attempts (distinct operation ids) race for the one approval.
+    with anyio.fail_after(WAIT):
+        results = await asyncio.gather(
+            world.gate.call(run.token, "t__approve", {"text": "big"}, op("first")),
+            world.gate.call(run.token, "t__approve", {"text": "big"}, op("second")),
+        )
+    assert sorted(code_of(r) or "ok" for r in results) == ["approval_required", "ok"]
+    assert world.tools.effects == [("approve", {"text": "big"})]
+
+    # A later attempt meets a fresh approval request, never the used one.
+    later = await world.call(run.token, "t__approve", {"text": "big"}, op("third"))
+    assert code_of(later) == "approval_required"
+    fresh = await world.approval(later)
+    assert fresh.status is ApprovalStatus.PENDING
+    assert len(world.tools.effects) == 1
+
+
+async def test_an_approval_binds_the_exact_payload(world: World) -> None:
+    run = await world.new_run()
+    await world.decide(await world.call(run.token, "t__approve", {"text": "big"}))
+    other = await world.call(run.token, "t__approve", {"text": "bigger"})
+    assert code_of(other) == "approval_required"
+    assert world.tools.effects == []
+
+
+async def test_an_approval_whose_action_was_not_sent_is_restored_and_serves_the_retry(world: World) -> None:
+    run = await world.new_run()
+    approval = await world.decide(await world.call(run.token, "t__approve", {"text": "big"}))
+    world.tools.modes["approve"] = "not_sent"
+
+    failed = await world.call(run.token, "t__approve", {"text": "big"})
+    assert failed.is_error and failed.structured is not None
+    assert failed.structured["error"]["sent"] is False
+    first = await world.action(failed)
+    assert first.status is ActionStatus.FAILED
+    assert (await world.approval(approval.approval_id)).status is ApprovalStatus.APPROVED
+    assert "approval_restored" in await world.event_types(run.run_id)
+    assert (await world.run(run.run_id)).spent == {"spend": 0, "tool_calls": 0, "writes": 0, "active_seconds": 0}
+
+    world.tools.modes["approve"] = "ok"
+    retried = await world.call(run.token, "t__approve", {"text": "big"})
+    assert code_of(retried) is None
+    restored = await world.approval(approval.approval_id)
+    assert (restored.status, restored.action_id) == (ApprovalStatus.USED, (await world.action(retried)).action_id)
+    assert world.tools.effects == [("approve", {"text": "big"})]
+
+
+async def test_a_denied_payload_proposed_again_is_refused_approval_denied(world: World) -> None:
+    run = await world.new_run()
+    denied = await world.decide(await world.call(run.token, "t__approve", {"text": "big"}), approve=False)
+    assert denied.status is ApprovalStatus.DENIED
+    assert (await world.run(run.run_id)).status is RunStatus.RUNNING
+    assert code_of(await world.call(run.token, "t__approve", {"text": "big"})) == "approval_denied"
+    assert world.tools.effects == []
+
+
+async def test_an_approval_is_decided_once_by_someone_other_than_its_requester(world: World) -> None:
+    run = await world.new_run()
+    asked = await world.call(run.token, "t__approve", {"text": "big"})
+    approval = await world.approval(asked)
+    requester = Principal(OPS.name, TENANT, frozenset({"approver"}))
+    with pytest.raises(Forbidden):
+        await world.store.decide_approval(
+            requester, approval.approval_id, approve=True, note=None, expected_sha256=None
+        )
+    worker_key = Principal("bot", TENANT, frozenset({"worker"}))
+    with pytest.raises(Forbidden):
+        await world.store.decide_approval(
+            worker_key, approval.approval_id, approve=True, note=None, expected_sha256=None
+        )
+    with pytest.raises(InvalidRequest) as mismatch:
+        await world.store.decide_approval(
+            Principal("ana", TENANT, frozenset({"approver"})),
+            approval.approval_id,
+            approve=True,
+            note=None,
+            expected_sha256="0" * 64,
+        )
+    assert mismatch.value.code == "payload_mismatch"
+    await world.decide(asked)
+    with pytest.raises(Conflict) as twice:
+        await world.decide(asked, approve=False)
+    assert twice.value.code == "approval_not_pending"
+
+
+async def test_an_approval_not_decided_in_time_cannot_be_approved_late(world: World) -> None:
+    run = await world.new_run()
+    asked = await world.call(run.token, "t__approve", {"text": "big"})
+    world.clock.advance(120)  # the policy's decide_within: silence never becomes approval
+    with pytest.raises(Conflict) as late:
+        await world.decide(asked)
+    assert late.value.code == "approval_expired"
+    assert (await world.approval(asked)).status is ApprovalStatus.EXPIRED
+    assert (await world.run(run.run_id)).status is RunStatus.RUNNING
