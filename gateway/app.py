@@ -1,4 +1,4 @@
-"""`warrant serve`: one Starlette app. The operator API under /api and /healthz (MCP at /mcp next).
+"""`warrant serve`: one Starlette app. MCP at /mcp, the operator API under /api, /healthz.
 
 Resources live in the lifespan: the store is opened, orphaned actions of dead processes are
 marked `unknown`, adapters are started; all of it is closed in reverse on the way out.
@@ -24,6 +24,7 @@ from gateway.clock import Clock, SystemClock
 from gateway.config import Settings, load_adapter
 from gateway.errors import ConfigError, NotFound
 from gateway.gate import Gate
+from gateway.mcp_front import LeaseTokenGuard, build_mcp_server, mcp_app, running
 from gateway.policy.loader import load_policies
 from gateway.service import Gateway
 from gateway.store.factory import open_store
@@ -53,9 +54,19 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
     clock = clock or SystemClock()
     catalog, adapters = build_catalog(settings, extra_adapters)
 
+    def gate_of() -> Gate:
+        gateway: Gateway = app.state.gateway
+        return gateway.gate
+
+    server = build_mcp_server(gate_of, catalog)
+    mcp = mcp_app(server, settings.host)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_store(settings.database, clock=clock, ledger_key=settings.ledger_key) as store:
+        async with (
+            open_store(settings.database, clock=clock, ledger_key=settings.ledger_key) as store,
+            running(server),
+        ):
             orphans = await store.mark_orphans_unknown()
             if orphans:
                 log.warning(
@@ -76,8 +87,13 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                     with contextlib.suppress(Exception):
                         await adapter.close()
 
-    routes = [Route("/healthz", healthz, methods=["GET"]), *api_routes]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found})
+    routes = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/mcp", LeaseTokenGuard(mcp, gate_of)),
+        *api_routes,
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found})
+    return app
 
 
 __all__ = ["ConfigError", "create_app"]

@@ -442,6 +442,49 @@ class Gate:
             info, original.tool, arguments, original.payload_sha256, operation_id, repeat_of=action_id
         )
 
+    async def propose(
+        self, token: str | None, tool: str, arguments: Any, evidence: Any = None, rationale: str | None = None
+    ) -> CallResult:
+        """`warrant_propose`: ask for approval of a payload, with evidence and rationale, without calling it.
+
+        Answers with the approval's state; calling the tool later with the same arguments consumes it.
+        """
+        info = await self.authenticate(token)
+        try:
+            digest = payload_sha256(arguments)
+        except ValueError:
+            return CallResult.refused(Refusal("invalid_arguments", "the arguments are not canonical JSON"))
+        dead = await self._live(info, tool, digest)
+        if dead is not None:
+            return dead
+        terms = self.terms_of(info.run)
+        spec = self.catalog.get(tool)
+        refusal = authority_refusal(tool, spec, terms, arguments)
+        if refusal is not None or spec is None:
+            assert refusal is not None
+            return await self._reject(info, tool, digest, refusal)
+        rule = approval_rule(tool, spec, terms, arguments)
+        if rule is None:
+            text = f"{tool} needs no approval for these arguments under this run's contract; call it directly"
+            return CallResult([{"type": "text", "text": text}], {"approval": None, "payload_sha256": digest})
+        facts = CallFacts(epoch=info.epoch, is_write=spec.is_write, reservation=spec.reservation())
+        decided = await self._approval(info, spec, arguments, digest, rule, facts, evidence, rationale)
+        if isinstance(decided, str):
+            text = f"approval {decided} already covers this exact payload; call {tool} with the same arguments"
+            return CallResult(
+                [{"type": "text", "text": text}],
+                {"approval": {"approval_id": decided, "status": "approved"}, "payload_sha256": digest},
+            )
+        if decided.code in ("approval_required", "approval_expired") and decided.structured is not None:
+            error = decided.structured["error"]
+            text = (
+                f"approval {error['approval_id']} is pending for this exact payload; "
+                f"call {tool} with the same arguments once it is approved"
+            )
+            approval = {"approval_id": error["approval_id"], "status": "pending", "expires_at": error["expires_at"]}
+            return CallResult([{"type": "text", "text": text}], {"approval": approval, "payload_sha256": digest})
+        return decided
+
     async def status(self, token: str | None) -> dict[str, Any]:
         """`warrant_status`: the run as its worker may see it."""
         info = await self.authenticate(token)

@@ -1,0 +1,247 @@
+"""The MCP front: streamable HTTP at /mcp, stateless, every request authenticated by its lease token.
+
+Both protocol eras are served by one low-level SDK `Server`: 2026-07-28 clients (no handshake,
+`_meta` on every request) and 2025-11-25 clients (initialize, then calls), each POST standing
+alone (stateless), so replicas need no sticky sessions.
+
+Two planes (as the SDK does): a request without a valid lease token never reaches the MCP app
+(HTTP 401 with a JSON body and `WWW-Authenticate`); a refused or failed call is a tool result
+with `isError`, `[code] message` text and `structuredContent.error`, so the model can read why.
+Nothing the front answers ever carries an exception's text or a stack trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import mcp.types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from starlette.applications import Starlette
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gateway.catalog import Catalog
+from gateway.domain.leases import looks_like_token, token_hash
+from gateway.errors import Refusal, Unauthenticated
+from gateway.gate import CallResult, Gate
+from gateway.ids import new_id
+
+log = logging.getLogger("warrant.mcp")
+
+RESERVED_META_PREFIX = "io.modelcontextprotocol/"
+TOKEN_INFO = "warrant.token"
+
+WARRANT_TOOLS: dict[str, types.Tool] = {
+    "warrant_status": types.Tool(
+        name="warrant_status",
+        description="This run's state: status, lease, remaining budgets, pending approvals.",
+        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+    "warrant_propose": types.Tool(
+        name="warrant_propose",
+        description=(
+            "Ask a human to approve one exact tool call before making it. Give the evidence and your "
+            "rationale; then call the tool with exactly these arguments once it is approved."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "tool": {"type": "string"},
+                "arguments": {"type": "object"},
+                "evidence": {},
+                "rationale": {"type": "string"},
+            },
+            "required": ["tool", "arguments"],
+            "additionalProperties": False,
+        },
+    ),
+    "warrant_repeat": types.Tool(
+        name="warrant_repeat",
+        description=(
+            "Deliberately repeat a write that already succeeded (an identical call is otherwise answered "
+            "with the stored result and not executed again). Name the action and say why."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {"action_id": {"type": "string"}, "reason": {"type": "string", "minLength": 1}},
+            "required": ["action_id", "reason"],
+            "additionalProperties": False,
+        },
+    ),
+}
+
+
+def to_mcp_result(result: CallResult) -> types.CallToolResult:
+    body: dict[str, Any] = {"content": result.content, "isError": result.is_error}
+    if result.structured is not None:
+        body["structuredContent"] = result.structured
+    if result.meta:
+        body["_meta"] = {k: v for k, v in result.meta.items() if not k.startswith(RESERVED_META_PREFIX)}
+    return types.CallToolResult.model_validate(body)
+
+
+def client_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The client's own `_meta` keys, without the protocol's reserved stamps."""
+    return {k: v for k, v in (meta or {}).items() if not k.startswith(RESERVED_META_PREFIX)}
+
+
+def _token_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    request = ctx.request
+    if request is None:
+        return None
+    header: str = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
+def build_mcp_server(gate_of: Callable[[], Gate], catalog: Catalog) -> Server[Any]:
+    """The low-level server. `gate_of` returns the gate built in the app's lifespan."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        gate = gate_of()
+        try:
+            info = await gate.authenticate(_token_of(ctx))
+        except Unauthenticated as exc:
+            raise MCPError(-32001, exc.message) from None
+        terms = gate.terms_of(info.run)
+        tools = []
+        for spec in catalog:
+            if spec.policy is None or not terms.allows(spec.name):
+                continue
+            annotations = types.ToolAnnotations(read_only_hint=not spec.is_write)
+            tools.append(
+                types.Tool(
+                    name=spec.name,
+                    description=spec.definition.description,
+                    input_schema=spec.definition.input_schema,
+                    annotations=annotations,
+                )
+            )
+        return types.ListToolsResult(tools=[*tools, *WARRANT_TOOLS.values()])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        reference = new_id("err")
+        try:
+            return to_mcp_result(await _call(gate_of(), _token_of(ctx), params, client_meta(ctx.meta)))
+        except Unauthenticated as exc:
+            raise MCPError(-32001, exc.message) from None
+        except Exception:
+            # A bug of ours: logged with a reference, answered without any of its text.
+            log.exception("tools/call %s failed (reference %s)", params.name, reference)
+            raise MCPError(-32603, f"internal error in the gateway (reference {reference})") from None
+
+    def input_schema(name: str) -> Mapping[str, Any] | None:
+        if name in WARRANT_TOOLS:
+            return WARRANT_TOOLS[name].input_schema
+        spec = catalog.get(name)
+        return spec.definition.input_schema if spec is not None else None
+
+    return Server(
+        "warrant",
+        instructions=(
+            "Every call goes through Warrant's gate. A refused call's text begins with [code]; "
+            "warrant_status shows the run's state, budgets and pending approvals."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=input_schema,
+    )
+
+
+async def _call(gate: Gate, token: str | None, params: types.CallToolRequestParams, meta: dict[str, Any]) -> CallResult:
+    arguments: dict[str, Any] = params.arguments or {}
+    name = params.name
+    if name == "warrant_status":
+        status = await gate.status(token)
+        return CallResult([{"type": "text", "text": json.dumps(status, ensure_ascii=False)}], status)
+    if name == "warrant_propose":
+        if not isinstance(arguments.get("tool"), str) or not isinstance(arguments.get("arguments"), dict):
+            return CallResult.refused(Refusal("invalid_arguments", "warrant_propose needs {tool, arguments}"))
+        rationale = arguments.get("rationale")
+        return await gate.propose(
+            token,
+            arguments["tool"],
+            arguments["arguments"],
+            arguments.get("evidence"),
+            rationale if isinstance(rationale, str) else None,
+        )
+    if name == "warrant_repeat":
+        action_id, reason = arguments.get("action_id"), arguments.get("reason")
+        if not isinstance(action_id, str) or not isinstance(reason, str):
+            return CallResult.refused(Refusal("invalid_arguments", "warrant_repeat needs {action_id, reason}"))
+        return await gate.repeat(token, action_id, reason)
+    if name.startswith("warrant_"):
+        return CallResult.refused(Refusal("tool_not_found", f"no gateway tool named {name!r}", tool=name))
+    return await gate.call(token, name, arguments, meta)
+
+
+class LeaseTokenGuard:
+    """ASGI wrapper for /mcp: no lease token, or an unknown one, is HTTP 401 before any MCP handling."""
+
+    def __init__(self, app: ASGIApp, gate_of: Callable[[], Gate]) -> None:
+        self.app = app
+        self.gate_of = gate_of
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        raw = headers.get(b"authorization", b"").decode("latin-1")
+        scheme, _, token = raw.partition(" ")
+        token = token.strip()
+        problem: str | None = None
+        if scheme.lower() != "bearer" or not token:
+            problem = "a lease token is required: Authorization: Bearer <lease token>"
+        elif not looks_like_token(token) or await self.gate_of().store.authenticate(token_hash(token)) is None:
+            problem = "unknown lease token"
+        if problem is not None:
+            await _unauthorized(send, problem)
+            return
+        await self.app(scope, receive, send)
+
+
+async def _unauthorized(send: Send, message: str) -> None:
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": f"[unauthenticated] {message}"}}
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer realm="warrant", error="invalid_token"'),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+@contextlib.asynccontextmanager
+async def running(server: Server[Any]) -> AsyncIterator[None]:
+    """The session manager's task group, for the host app's lifespan."""
+    async with server.session_manager.run():
+        yield
+
+
+def mcp_app(server: Server[Any], host: str) -> Starlette:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    security = None
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        # Behind a proxy or on a public interface the operator's TLS terminator decides hosts.
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return server.streamable_http_app(
+        streamable_http_path="/mcp", stateless_http=True, json_response=True, transport_security=security, host=host
+    )
