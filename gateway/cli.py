@@ -1,6 +1,7 @@
 """The `warrant` command.
 
     warrant serve [--config warrant.yaml] [--host H] [--port P]
+    warrant stdio [--url http://127.0.0.1:8700]        (token from WARRANT_TOKEN)
     warrant ledger verify [--config warrant.yaml]      (offline: opens the store read-only)
     warrant version
 
@@ -52,6 +53,26 @@ def _verify(args: argparse.Namespace) -> int:
     return 0 if report["ok"] else 1
 
 
+def _stdio(args: argparse.Namespace) -> int:
+    import os
+
+    from gateway.stdio_bridge import run_bridge
+
+    token = os.environ.get("WARRANT_TOKEN", "")
+    if not token:
+        print("warrant stdio: set WARRANT_TOKEN to the run's lease token", file=sys.stderr)
+        return 2
+    url = args.url or os.environ.get("WARRANT_URL") or "http://127.0.0.1:8700"
+    url = url.rstrip("/")
+    if not url.endswith("/mcp"):
+        url += "/mcp"
+    # stdout carries MCP: logs go to stderr only.
+    logging.getLogger().handlers[:] = [logging.StreamHandler(sys.stderr)]
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    asyncio.run(run_bridge(url, token))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="warrant", description="A tool gateway for long-running AI agents.")
     sub = root.add_subparsers(dest="command", required=True)
@@ -61,6 +82,9 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     serve.set_defaults(func=_serve)
+    stdio = sub.add_parser("stdio", help="MCP on stdio, forwarded to a running gateway (token: WARRANT_TOKEN)")
+    stdio.add_argument("--url", help="the gateway (default: WARRANT_URL, else http://127.0.0.1:8700)")
+    stdio.set_defaults(func=_stdio)
     ledger = sub.add_parser("ledger", help="the tamper-evident ledger")
     ledger_sub = ledger.add_subparsers(dest="ledger_command", required=True)
     verify = ledger_sub.add_parser("verify", help="recompute every run's chain and check its MAC'd head")
