@@ -24,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gateway import __version__
 from gateway.catalog import Catalog
 from gateway.domain.leases import looks_like_token, token_hash
 from gateway.errors import Refusal, Unauthenticated
@@ -147,6 +148,7 @@ def build_mcp_server(gate_of: Callable[[], Gate], catalog: Catalog) -> Server[An
 
     return Server(
         "warrant",
+        version=__version__,
         instructions=(
             "Every call goes through Warrant's gate. A refused call's text begins with [code]; "
             "warrant_status shows the run's state, budgets and pending approvals."
