@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import sqlite3
+from dataclasses import replace
 from typing import Any
 
 from gateway.canonical import canonical_json
@@ -503,8 +504,34 @@ class SQLiteStore(Store):
                 reserved=_wire_reservation(r.as_dict(), run.currency),
                 process_id=intent.process_id,
             )
-            row = conn.execute("SELECT * FROM actions WHERE action_id = ?", (action_id,)).fetchone()
-            return Admitted(action_from_row(row))
+            # The row just inserted, as `SELECT *` would read it back (REAL created_at as float).
+            return Admitted(
+                ActionRecord(
+                    action_id=action_id,
+                    run_id=run.run_id,
+                    tenant=run.tenant,
+                    lineage_id=run.lineage_id,
+                    tool=intent.tool,
+                    effect=intent.effect,
+                    operation_id=intent.operation_id,
+                    payload_sha256=intent.payload_sha256,
+                    idempotency_key=intent.idempotency_key,
+                    status=ActionStatus.ADMITTED,
+                    code=None,
+                    reason=None,
+                    epoch=intent.epoch,
+                    worker=intent.worker,
+                    approval_id=intent.approval_id,
+                    repeat_of=intent.repeat_of,
+                    reserved={"spend": r.spend, "tool_calls": r.tool_calls, "writes": r.writes},
+                    actual_spend=None,
+                    receipt=None,
+                    result_sha256=None,
+                    process_id=intent.process_id,
+                    created_at=float(now),
+                    settled_at=None,
+                )
+            )
 
         return await self._db.transaction(tx, durable=intent.effect == "write")
 
@@ -583,6 +610,7 @@ class SQLiteStore(Store):
             code = settlement.code
             if settlement.kind is SettleKind.FAILED and not settlement.sent:
                 code = code or "not_sent"
+            receipt = json.dumps(settlement.receipt, sort_keys=True) if settlement.receipt is not None else None
             conn.execute(
                 "UPDATE actions SET status = ?, code = ?, reason = ?, receipt = ?, actual_spend = ?, "
                 "result_sha256 = ?, settled_at = ? WHERE action_id = ?",
@@ -590,7 +618,7 @@ class SQLiteStore(Store):
                     target.value,
                     code,
                     settlement.reason,
-                    json.dumps(settlement.receipt, sort_keys=True) if settlement.receipt is not None else None,
+                    receipt,
                     actual,
                     result_sha,
                     now,
@@ -640,8 +668,16 @@ class SQLiteStore(Store):
                     tool=action.tool,
                     receipt=settlement.receipt,
                 )
-            updated = action_from_row(
-                conn.execute("SELECT * FROM actions WHERE action_id = ?", (action_id,)).fetchone()
+            # The row as updated above, as `SELECT *` would read it back (nothing else here writes it).
+            updated = replace(
+                action,
+                status=target,
+                code=code,
+                reason=settlement.reason,
+                receipt=json.loads(receipt) if receipt else None,
+                actual_spend=actual,
+                result_sha256=result_sha,
+                settled_at=float(now),
             )
             run = run_from_row(self._run_row(conn, action.run_id))
             return SettleResult(updated, run, overrun=overrun, after_cancel=after_cancel)
