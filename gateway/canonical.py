@@ -8,18 +8,48 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 from typing import Any
 
 import rfc8785
 
+_MAX_EXACT_INT = 2**53 - 1  # RFC 8785 numbers are IEEE doubles
+
+
+def _plain(value: Any) -> bool:
+    """True when `json.dumps(sort_keys=True)` writes exactly the RFC 8785 form of `value`.
+
+    That holds for strings, booleans, None, integers a double holds exactly, lists, and dicts with
+    ASCII keys (code-point order and UTF-16 order agree on them). Floats and other keys take the
+    full implementation, which formats numbers as ECMAScript does.
+    """
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        return -_MAX_EXACT_INT <= value <= _MAX_EXACT_INT
+    if kind is dict:
+        return all(type(k) is str and k.isascii() and _plain(v) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v) for v in value)
+    return False
+
 
 def canonical_json(value: Any) -> bytes:
-    """Raises:
-    ValueError: the value is not representable as canonical JSON (NaN, huge ints, non-str keys).
+    """RFC 8785 canonical JSON. Plain values take a fast path with the same output.
+
+    Raises:
+        ValueError: the value is not representable as canonical JSON (NaN, huge ints, non-str keys,
+            lone surrogates).
     """
+    if _plain(value):
+        try:
+            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"not canonical JSON: {exc.reason}") from exc
     try:
         return bytes(rfc8785.dumps(value))
-    except (rfc8785.CanonicalizationError, TypeError) as exc:
+    except (rfc8785.CanonicalizationError, TypeError, UnicodeEncodeError) as exc:
         raise ValueError(f"not canonical JSON: {exc}") from exc
 
 
