@@ -27,7 +27,7 @@ def _plain(value: Any) -> bool:
     if kind is str or kind is bool or value is None:
         return True
     if kind is int:
-        return -_MAX_EXACT_INT <= value <= _MAX_EXACT_INT
+        return bool(-_MAX_EXACT_INT <= value <= _MAX_EXACT_INT)
     if kind is dict:
         return all(type(k) is str and k.isascii() and _plain(v) for k, v in value.items())
     if kind is list:

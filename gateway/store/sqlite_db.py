@@ -14,10 +14,13 @@ carries every earlier one to disk).
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
+import functools
 import os
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,6 +50,8 @@ class Database:
         self.path = path
         self._conn: aiosqlite.Connection | None = None
         self._durable: bool | None = None
+        self._queue: list[_Job] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
         if self.path != ":memory:":
@@ -59,6 +64,8 @@ class Database:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
 
     async def close(self) -> None:
+        if self._flusher is not None and not self._flusher.done():
+            await asyncio.shield(self._flusher)  # queued transactions (read settles) commit first
         if self._conn is not None:
             await self._conn.close()
             self._conn = None
@@ -108,22 +115,89 @@ class Database:
         return await self._call(fn)
 
     async def transaction(self, fn: Callable[[sqlite3.Connection], T], *, durable: bool) -> T:
-        """Run `fn` inside BEGIN IMMEDIATE ... COMMIT; any exception rolls back and propagates."""
+        """Run `fn` inside BEGIN IMMEDIATE ... COMMIT; any exception rolls back `fn`'s writes and propagates.
 
-        def run(conn: sqlite3.Connection) -> T:
-            if durable is not self._durable:
-                conn.execute("PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=NORMAL")
-                self._durable = durable
-            conn.execute("BEGIN IMMEDIATE")
+        Group commit: transactions asked for while another batch is on the database thread are
+        run together in the next batch, one BEGIN IMMEDIATE ... COMMIT around them, each inside
+        its own SAVEPOINT so that one failing function rolls back only its own writes. A function
+        sees the writes of those before it in the batch, exactly as if they had committed first;
+        its result is delivered only after the batch's COMMIT. A batch is fsynced (FULL) when any
+        of its functions asked for durability.
+        """
+        return await self.submit(fn, durable=durable)
+
+    def submit(self, fn: Callable[[sqlite3.Connection], T], *, durable: bool) -> asyncio.Future[T]:
+        """Queue `fn` for the next batch; the future resolves after its batch commits."""
+        if self._conn is None:
+            raise StoreError("the store is not open")
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Job(fn, durable, future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+        return future
+
+    async def _flush(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue, []
             try:
-                result = fn(conn)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return result
+                outcomes = await self._call(functools.partial(self._run_batch, batch=batch))
+            except BaseException as exc:
+                error = exc if isinstance(exc, Exception) else StoreError("the store was closed")
+                for job in batch:
+                    if not job.future.done():
+                        job.future.set_exception(error)
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            for job, (ok, value) in zip(batch, outcomes, strict=True):
+                if job.future.done():
+                    continue
+                if ok:
+                    job.future.set_result(value)
+                else:
+                    job.future.set_exception(value)
 
-        return await self._call(run)
+    def _run_batch(self, conn: sqlite3.Connection, *, batch: list[_Job]) -> list[tuple[bool, Any]]:
+        durable = any(job.durable for job in batch)
+        if durable is not self._durable:
+            conn.execute("PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=NORMAL")
+            self._durable = durable
+        single = len(batch) == 1
+        outcomes: list[tuple[bool, Any]] = []
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for job in batch:
+                if not single:
+                    conn.execute("SAVEPOINT job")
+                try:
+                    outcomes.append((True, job.fn(conn)))
+                except Exception as exc:
+                    if single:
+                        raise
+                    conn.execute("ROLLBACK TO job")
+                    outcomes.append((False, _translate(exc)))
+                if not single:
+                    conn.execute("RELEASE job")
+            conn.execute("COMMIT")
+        except Exception as exc:
+            conn.execute("ROLLBACK")
+            if single and not isinstance(exc, sqlite3.OperationalError):
+                return [(False, exc)]
+            raise
+        return outcomes
+
+
+@dataclass
+class _Job:
+    fn: Callable[[sqlite3.Connection], Any]
+    durable: bool
+    future: asyncio.Future[Any]
+
+
+def _translate(exc: Exception) -> Exception:
+    if isinstance(exc, sqlite3.OperationalError):
+        return StoreError(f"the SQLite store could not complete the operation: {exc}")
+    return exc
 
 
 def _statements(script: str) -> list[str]:
