@@ -21,18 +21,28 @@ def _plain(value: Any) -> bool:
 
     That holds for strings, booleans, None, integers a double holds exactly, lists, and dicts with
     ASCII keys (code-point order and UTF-16 order agree on them). Floats and other keys take the
-    full implementation, which formats numbers as ECMAScript does.
+    full implementation, which formats numbers as ECMAScript does. Iterative: this runs for every
+    ledger entry and payload, so it avoids a generator per container.
     """
-    kind = type(value)
-    if kind is str or kind is bool or value is None:
-        return True
-    if kind is int:
-        return bool(-_MAX_EXACT_INT <= value <= _MAX_EXACT_INT)
-    if kind is dict:
-        return all(type(k) is str and k.isascii() and _plain(v) for k, v in value.items())
-    if kind is list:
-        return all(_plain(v) for v in value)
-    return False
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if not -_MAX_EXACT_INT <= item <= _MAX_EXACT_INT:
+                return False
+        elif kind is dict:
+            for key in item:
+                if type(key) is not str or not key.isascii():
+                    return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        else:
+            return False
+    return True
 
 
 def canonical_json(value: Any) -> bytes:

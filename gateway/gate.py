@@ -38,7 +38,7 @@ from gateway.domain.operations import (
 from gateway.domain.units import format_money, parse_duration
 from gateway.errors import Refusal, Unauthenticated, WarrantError
 from gateway.policy.engine import approval_rule, authority_refusal
-from gateway.store.base import Admitted, Held, Refused, Store
+from gateway.store.base import Admitted, Held, Refused, Stale, Store
 from gateway.store.records import (
     ActionRecord,
     ApprovalRecord,
@@ -84,6 +84,7 @@ class Gate:
         self.catalog = catalog
         self.clock = clock
         self._terms: dict[tuple[str, str], Terms] = {}
+        self._tokens: dict[str, TokenInfo] = {}
         self._in_flight: dict[str, set[asyncio.Task[Any]]] = defaultdict(set)
         self._aborting: set[asyncio.Task[Any]] = set()  # dispatches a hard cancel is aborting
 
@@ -96,6 +97,34 @@ class Gate:
         if info is None:
             raise Unauthenticated("unknown lease token")
         return info
+
+    async def _identify(self, token: str | None) -> TokenInfo:
+        """Step 1's identity, from a cache: a token's run, epoch and worker never change.
+
+        The run record inside may be stale; the admit transaction re-reads everything it decides on,
+        and refusals re-read it before they answer (`_reject`).
+        """
+        if not token or not looks_like_token(token):
+            raise Unauthenticated("a lease token is required: Authorization: Bearer <lease token>")
+        digest = token_hash(token)
+        info = self._tokens.get(digest)
+        if info is None:
+            info = await self.store.authenticate(digest)
+            if info is None:
+                raise Unauthenticated("unknown lease token")
+            self._remember(info)
+        return info
+
+    def _remember(self, info: TokenInfo) -> None:
+        if len(self._tokens) >= 10_000:
+            self._tokens.pop(next(iter(self._tokens)))
+        self._tokens[info.token_hash] = info
+
+    async def _fresh(self, info: TokenInfo) -> TokenInfo:
+        fresh = await self.store.authenticate(info.token_hash)
+        assert fresh is not None, "lease tokens are never deleted"
+        self._remember(fresh)
+        return fresh
 
     def terms_of(self, run: RunRecord) -> Terms:
         key = (run.run_id, run.spec_version)
@@ -125,16 +154,13 @@ class Gate:
         Raises:
             Unauthenticated: missing or unknown token (the only case answered without a result).
         """
-        info = await self.authenticate(token)
+        info = await self._identify(token)
         try:
             digest = payload_sha256(arguments)
         except ValueError:
             digest = "0" * 64
             refusal = Refusal("invalid_arguments", "the arguments are not representable as canonical JSON")
             return await self._reject(info, tool, digest, refusal)
-        dead = await self._live(info, tool, digest)
-        if dead is not None:
-            return dead
         operation_id = (meta or {}).get(OPERATION_ID_META)
         if operation_id is not None and not valid_client_operation_id(operation_id):
             refusal = Refusal(
@@ -143,7 +169,19 @@ class Gate:
             return await self._reject(info, tool, digest, refusal)
         return await self._call(info, tool, arguments, digest, operation_id)
 
+    async def _spec(self, tool: str) -> ToolSpec | None:
+        """Gate step 2: the catalog's entry. A definition that does not match its pin is checked
+        against the store's pins once more: another replica may have accepted it."""
+        spec = self.catalog.get(tool)
+        if spec is not None and not spec.pin_state.callable and self.catalog.pins is not None:
+            if await self.catalog.pins.refresh():
+                spec = self.catalog.get(tool)
+        return spec
+
     async def _reject(self, info: TokenInfo, tool: str, digest: str, refusal: Refusal) -> CallResult:
+        """Record and answer a refusal; a dead lease or run is named first, whatever else was wrong."""
+        info = await self._fresh(info)
+        refusal = lease_refusal(info.run.snapshot(), info.epoch, self.clock.now()) or refusal
         action_id = await self.store.record_rejection(
             info.run.run_id, tool=tool, payload_sha256=digest, refusal=refusal, epoch=info.epoch, worker=info.worker
         )
@@ -157,10 +195,12 @@ class Gate:
         digest: str,
         client_operation_id: str | None,
         repeat_of: str | None = None,
+        *,
+        stale_retry: bool = False,
     ) -> CallResult:
         run = info.run
         terms = self.terms_of(run)
-        spec = self.catalog.get(tool)
+        spec = await self._spec(tool)
         refusal = authority_refusal(tool, spec, terms, arguments)
         if refusal is not None or spec is None:
             assert refusal is not None
@@ -169,14 +209,20 @@ class Gate:
         operation_id: str | None = None
         if spec.is_write:
             operation_id = client_operation_id or derive_operation_id(run.lineage_id, tool, digest)
-            holder = await self.store.find_operation(run.lineage_id, operation_id)
-            if holder is not None:
-                return await self._held(info, holder, tool, digest)
-
         facts = CallFacts(epoch=info.epoch, is_write=spec.is_write, reservation=spec.reservation())
         approval_id: str | None = None
         rule = approval_rule(tool, spec, terms, arguments)
         if rule is not None:
+            # The approval path reads the run first: a dead lease is refused before any replay,
+            # and no approval is requested for a call the run could not admit anyway.
+            info = await self._fresh(info)
+            dead = await self._live(info, tool, digest)
+            if dead is not None:
+                return dead
+            if operation_id is not None:
+                holder = await self.store.find_operation(run.lineage_id, operation_id)
+                if holder is not None:
+                    return await self._held(info, holder, tool, digest)
             decided = await self._approval(info, spec, arguments, digest, rule, facts)
             if isinstance(decided, CallResult):
                 return decided
@@ -197,14 +243,19 @@ class Gate:
             reservation=facts.reservation,
             approval_id=approval_id,
             repeat_of=repeat_of,
+            spec_version=run.spec_version,
         )
         admitted = await self.store.admit(intent, facts)
+        if isinstance(admitted, Stale):
+            if stale_retry:
+                raise RuntimeError("the run's contract changed twice during one call")
+            fresh = await self._fresh(info)
+            return await self._call(fresh, tool, arguments, digest, client_operation_id, repeat_of, stale_retry=True)
         if isinstance(admitted, Refused):
             return CallResult.refused(admitted.refusal, admitted.action_id)
         if isinstance(admitted, Held):
             return await self._held(info, admitted.action, tool, digest)
-        assert isinstance(admitted, Admitted)
-        return await self._dispatch_and_settle(spec, admitted.action, arguments)
+        return await self._dispatch_and_settle(spec, admitted, arguments)
 
     async def _held(self, info: TokenInfo, holder: ActionRecord, tool: str, digest: str) -> CallResult:
         """Gate step 4: the operation id is already taken in this lineage."""
@@ -311,11 +362,12 @@ class Gate:
         return _approval_required(pending.approval)
 
     # -- steps 7 and 8 -----------------------------------------------------------------------
-    async def _dispatch_and_settle(self, spec: ToolSpec, action: ActionRecord, arguments: Any) -> CallResult:
+    async def _dispatch_and_settle(self, spec: ToolSpec, admitted: Admitted, arguments: Any) -> CallResult:
+        action = admitted.action
         # The dispatch runs in its own task: a client that goes away does not cancel a write in
         # flight (its outcome must be recorded); only a hard cancel of the run does.
         started: list[bool] = []
-        task = asyncio.create_task(self._dispatch(spec, action, arguments, started))
+        task = asyncio.create_task(self._dispatch(spec, admitted, arguments, started))
         in_flight = self._in_flight[action.run_id]
         in_flight.add(task)
         task.add_done_callback(lambda t: self._forget(action.run_id, t))
@@ -328,7 +380,7 @@ class Gate:
                 raise
         # Aborted by a hard cancel before the dispatch began: nothing was sent.
         outcome = Outcome(OutcomeKind.NOT_SENT, code="upstream_unavailable", message="aborted before it was sent")
-        return await self._settle(spec, action, outcome)
+        return await self._settle(spec, admitted, outcome)
 
     def _forget(self, run_id: str, task: asyncio.Task[Any]) -> None:
         tasks = self._in_flight.get(run_id)
@@ -337,8 +389,9 @@ class Gate:
             if not tasks:
                 del self._in_flight[run_id]
 
-    async def _dispatch(self, spec: ToolSpec, action: ActionRecord, arguments: Any, started: list[bool]) -> CallResult:
+    async def _dispatch(self, spec: ToolSpec, admitted: Admitted, arguments: Any, started: list[bool]) -> CallResult:
         started.append(True)
+        action = admitted.action
         request = CallRequest(
             tool=spec.tool,
             arguments=arguments,
@@ -346,6 +399,7 @@ class Gate:
             action_id=action.action_id,
             idempotency_key=action.idempotency_key,
             timeout=spec.timeout,
+            write=spec.is_write,
         )
         try:
             outcome = await asyncio.wait_for(spec.adapter.call(request), timeout=spec.timeout)
@@ -354,7 +408,7 @@ class Gate:
         except asyncio.CancelledError:
             # A hard cancel of the run (or shutdown): the request may have left.
             outcome = _uncertain(spec, "upstream_unavailable", "the call was aborted by a hard cancel")
-            result = await self._settle(spec, action, outcome)
+            result = await self._settle(spec, admitted, outcome)
             task = asyncio.current_task()
             if task is not None and task in self._aborting:
                 # Our own abort, not the caller going away: the caller, still waiting, gets the
@@ -365,16 +419,20 @@ class Gate:
         except Exception:
             log.exception("adapter %s raised on %s", spec.adapter.name, spec.name)
             outcome = _uncertain(spec, "upstream_failed", "the adapter failed unexpectedly")
-        return await self._settle(spec, action, outcome)
+        return await self._settle(spec, admitted, outcome)
 
-    async def _settle(self, spec: ToolSpec, action: ActionRecord, outcome: Outcome) -> CallResult:
+    async def _settle(self, spec: ToolSpec, admitted: Admitted, outcome: Outcome) -> CallResult:
+        action = admitted.action
         settlement = _settlement(spec, outcome)
-        settled = await self.store.settle(action.action_id, settlement)
-        meta: dict[str, Any] = {
-            META_ACTION_ID: action.action_id,
-            META_REPLAYED: False,
-            META_BUDGET: _remaining(settled.run, self.clock.now()),
-        }
+        if spec.is_write:
+            settled = await self.store.settle(action.action_id, settlement)
+            assert settled.run is not None
+            remaining = _remaining(settled.run, self.clock.now())
+        else:
+            # A read's outcome replays nothing: answer now, commit with the store's next batch.
+            self.store.settle_soon(action.action_id, settlement)
+            remaining = _wire(admitted.remaining, admitted.currency)
+        meta: dict[str, Any] = {META_ACTION_ID: action.action_id, META_REPLAYED: False, META_BUDGET: remaining}
         if outcome.kind is OutcomeKind.SUCCEEDED:
             return CallResult(content=outcome.content, structured=outcome.structured, meta=meta)
         if outcome.kind is OutcomeKind.UNKNOWN:
@@ -458,7 +516,7 @@ class Gate:
         if dead is not None:
             return dead
         terms = self.terms_of(info.run)
-        spec = self.catalog.get(tool)
+        spec = await self._spec(tool)
         refusal = authority_refusal(tool, spec, terms, arguments)
         if refusal is not None or spec is None:
             assert refusal is not None
@@ -572,5 +630,8 @@ def _settlement(spec: ToolSpec, outcome: Outcome) -> Settlement:
 
 
 def _remaining(run: RunRecord, now: float) -> dict[str, Any]:
-    remaining = run.snapshot().remaining(now)
-    return {dim: (format_money(v, run.currency) if dim == "spend" else v) for dim, v in remaining.items()}
+    return _wire(run.snapshot().remaining(now), run.currency)
+
+
+def _wire(remaining: dict[str, int], currency: str) -> dict[str, Any]:
+    return {dim: (format_money(v, currency) if dim == "spend" else v) for dim, v in remaining.items()}

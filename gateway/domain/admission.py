@@ -93,9 +93,11 @@ def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
 
 def refusal_for(run: RunSnapshot, call: CallFacts, now: float) -> Refusal | None:
     """Every check of gate step 6 but the operation id's uniqueness (an index enforces that)."""
-    refusal = lease_refusal(run, call.epoch, now)
-    if refusal is not None:
-        return refusal
+    return lease_refusal(run, call.epoch, now) or call_refusal(run, call, now)
+
+
+def call_refusal(run: RunSnapshot, call: CallFacts, now: float) -> Refusal | None:
+    """Step 6 for a caller whose lease holds: the waiting state and every budget dimension."""
     if run.status is RunStatus.WAITING and call.is_write and not call.approved:
         return status_refusal(run.status)
     if run.active_seconds(now) >= run.limits["active_seconds"]:

@@ -12,6 +12,9 @@ Conflict, Refusal, InvalidRequest, StoreError. No driver exception escapes.
 from __future__ import annotations
 
 import abc
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,12 +36,23 @@ from gateway.store.records import (
     Settlement,
     SettleResult,
     TokenInfo,
+    ToolPin,
+    ToolPins,
 )
 
 
 @dataclass(frozen=True)
 class Admitted:
     action: ActionRecord
+    remaining: dict[str, int]  # every budget dimension after this call's reservation
+    currency: str
+
+
+@dataclass(frozen=True)
+class Stale:
+    """The run's contract changed since the caller decided on it (a revision): decide again."""
+
+    spec_version: str
 
 
 @dataclass(frozen=True)
@@ -56,7 +70,7 @@ class Held:
     action: ActionRecord
 
 
-AdmitResult = Admitted | Refused | Held
+AdmitResult = Admitted | Refused | Held | Stale
 
 
 @dataclass(frozen=True)
@@ -144,6 +158,14 @@ class Store(abc.ABC):
     ) -> str:
         """Record a call refused before step 6 (authority, arguments, approvals); returns its action id."""
 
+    def settle_soon(self, action_id: str, settlement: Settlement) -> None:
+        """Settle without waiting for the commit (reads: no replay depends on their outcome).
+
+        The store commits it with its next batch and finishes it before `close` returns.
+        """
+        task = asyncio.get_running_loop().create_task(self.settle(action_id, settlement))
+        task.add_done_callback(log_if_failed(action_id))
+
     @abc.abstractmethod
     async def settle(self, action_id: str, settlement: Settlement) -> SettleResult:
         """Gate step 8 and reconciliation: record the outcome, release or spend the reservation.
@@ -190,6 +212,25 @@ class Store(abc.ABC):
         limit: int = 50,
     ) -> Page[ApprovalRecord]: ...
 
+    # -- tool pins (gateway-wide) ----------------------------------------------------------
+    @abc.abstractmethod
+    async def tool_pins(self) -> ToolPins:
+        """Every pinned downstream tool definition, and the adapters already pinned on first use."""
+
+    @abc.abstractmethod
+    async def pin_first_use(self, adapter: str, pins: Sequence[ToolPin]) -> bool:
+        """Pin an adapter's first listing, once ever: False (nothing written) when it was pinned before.
+
+        A tool already pinned under one of these names keeps its pin.
+        """
+
+    @abc.abstractmethod
+    async def accept_tool_pin(self, pin: ToolPin, *, replaces: str | None) -> ToolPin:
+        """Pin (or re-pin) one tool, if its current pin is still `replaces` (None: not pinned yet).
+
+        Raises: InvalidRequest `payload_mismatch` (HTTP 409) when the current pin is another.
+        """
+
     # -- the record ------------------------------------------------------------------------
     @abc.abstractmethod
     async def get_action(self, tenant: str, action_id: str) -> ActionRecord: ...
@@ -208,3 +249,20 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def verify_ledger(self, tenant: str | None = None) -> VerifyReport: ...
+
+
+_log = logging.getLogger("warrant.store")
+
+
+def log_if_failed(action_id: str) -> Callable[[asyncio.Future[Any]], None]:
+    """A done-callback for a settle nobody awaits: its failure must at least be logged."""
+
+    def done(future: asyncio.Future[Any]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            _log.error(
+                "settling %s failed; it stays admitted until a restart marks it unknown",
+                action_id,
+                exc_info=future.exception(),
+            )
+
+    return done

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
@@ -20,7 +22,7 @@ class RunRecord:
     status: RunStatus
     status_reason: str | None
     spec_version: str
-    contract: dict[str, Any]
+    contract_json: str  # parsed only when asked for: the gate's hot path never needs it
     currency: str
     owner: str
     created_by: str
@@ -38,6 +40,11 @@ class RunRecord:
     active_seconds_spent: float
     active_since: float | None
     count_waiting: bool
+
+    @functools.cached_property
+    def contract(self) -> dict[str, Any]:
+        parsed: dict[str, Any] = json.loads(self.contract_json)
+        return parsed
 
     def snapshot(self) -> RunSnapshot:
         return RunSnapshot(
@@ -71,12 +78,13 @@ class LeaseGrant:
 
 @dataclass(frozen=True)
 class TokenInfo:
-    """What a lease token authenticates as."""
+    """What a lease token authenticates as. All but `run` never change for a given token."""
 
     run: RunRecord
     epoch: int
     worker: str
     granted_by: str
+    token_hash: str
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,7 @@ class Intent:
     reservation: Reservation
     approval_id: str | None = None
     repeat_of: str | None = None
+    spec_version: str | None = None  # the contract version the gate decided under; None: do not check
 
 
 @dataclass(frozen=True)
@@ -150,7 +159,7 @@ class Settlement:
 @dataclass(frozen=True)
 class SettleResult:
     action: ActionRecord
-    run: RunRecord
+    run: RunRecord | None  # the run after settling (None when the caller did not wait for it)
     overrun: bool = False
     after_cancel: bool = False
 
@@ -214,6 +223,25 @@ class EventRecord:
     at: float
     data: dict[str, Any]
     hash: str
+
+
+@dataclass(frozen=True)
+class ToolPin:
+    """A downstream tool definition an operator (or first use) trusted. Gateway-wide, not per tenant."""
+
+    tool: str  # the exposed name
+    adapter: str
+    definition_sha256: str  # ToolDefinition.sha256(): name, description, input schema
+    definition: dict[str, Any]  # {name, description, input_schema, annotations}
+    pinned_by: str  # "first_use", or the accepting key as "tenant/name"
+    pinned_at: float
+    previous_sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolPins:
+    pins: dict[str, ToolPin]  # by exposed name
+    first_use_adapters: frozenset[str]  # adapters whose first listing was pinned already
 
 
 T = TypeVar("T")

@@ -6,13 +6,14 @@ import json
 import os
 import socket
 import sqlite3
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from gateway.canonical import canonical_json
 from gateway.clock import Clock, isoformat
 from gateway.domain import lifecycle
-from gateway.domain.admission import CallFacts, RunSnapshot, refusal_for
+from gateway.domain.admission import CallFacts, RunSnapshot, call_refusal, lease_refusal, refusal_for
 from gateway.domain.contract import DIMENSIONS, Contract
 from gateway.domain.leases import mint_token
 from gateway.domain.leases import token_hash as hash_token
@@ -20,7 +21,7 @@ from gateway.domain.lifecycle import ActionStatus, RunEvent, RunStatus
 from gateway.domain.units import format_money
 from gateway.errors import Conflict, Forbidden, InvalidRequest, NotFound, Refusal
 from gateway.ids import new_id
-from gateway.store.base import AdmitResult, Admitted, ApprovalPending, Held, Refused, Store
+from gateway.store.base import AdmitResult, Admitted, ApprovalPending, Held, Refused, Stale, Store, log_if_failed
 from gateway.store.chain import EntryRow, Head, VerifyReport, verify_run
 from gateway.store.records import (
     ActionRecord,
@@ -37,6 +38,8 @@ from gateway.store.records import (
     Settlement,
     SettleResult,
     TokenInfo,
+    ToolPin,
+    ToolPins,
 )
 from gateway.store.sqlite_db import Database
 from gateway.store.sqlite_rows import (
@@ -358,7 +361,13 @@ class SQLiteStore(Store):
             if lease is None:
                 return None
             run = run_from_row(self._run_row(conn, lease["run_id"]))
-            return TokenInfo(run=run, epoch=lease["epoch"], worker=lease["worker"], granted_by=lease["granted_by"])
+            return TokenInfo(
+                run=run,
+                epoch=lease["epoch"],
+                worker=lease["worker"],
+                granted_by=lease["granted_by"],
+                token_hash=token_hash,
+            )
 
         return await self._db.read(read)
 
@@ -423,7 +432,21 @@ class SQLiteStore(Store):
         def tx(conn: Conn) -> AdmitResult:
             now = self._clock.now()
             run = self._expire_if_due(conn, run_from_row(self._run_row(conn, intent.run_id)), now)
-            refusal = refusal_for(run.snapshot(), facts, now)
+            snapshot = run.snapshot()
+            # Step 1's refusals come before any replay: a dead lease learns nothing about operations.
+            refusal = lease_refusal(snapshot, facts.epoch, now)
+            if refusal is None and intent.spec_version is not None and intent.spec_version != run.spec_version:
+                return Stale(run.spec_version)
+            if refusal is None and intent.operation_id is not None:
+                holder = conn.execute(
+                    "SELECT * FROM actions WHERE lineage_id = ? AND operation_id = ? AND status IN "
+                    "('admitted', 'succeeded', 'unknown', 'compensated')",
+                    (run.lineage_id, intent.operation_id),
+                ).fetchone()
+                if holder is not None:
+                    return Held(action_from_row(holder))
+            if refusal is None:
+                refusal = call_refusal(snapshot, facts, now)
             if refusal is None and intent.approval_id is not None:
                 refusal = self._check_approval(conn, intent, run, now)
             if refusal is not None:
@@ -439,14 +462,6 @@ class SQLiteStore(Store):
                     effect=intent.effect,
                 )
                 return Refused(refusal, action_id)
-            if intent.operation_id is not None:
-                holder = conn.execute(
-                    "SELECT * FROM actions WHERE lineage_id = ? AND operation_id = ? AND status IN "
-                    "('admitted', 'succeeded', 'unknown', 'compensated')",
-                    (run.lineage_id, intent.operation_id),
-                ).fetchone()
-                if holder is not None:
-                    return Held(action_from_row(holder))
             action_id = new_id("act")
             r = intent.reservation
             put_blob(conn, intent.payload, now)
@@ -487,23 +502,11 @@ class SQLiteStore(Store):
                     "UPDATE approvals SET status = 'used', action_id = ? WHERE approval_id = ?",
                     (action_id, intent.approval_id),
                 )
-            self._event(
-                conn,
-                run.run_id,
-                "action_admitted",
-                now,
-                action_id=action_id,
-                tool=intent.tool,
-                effect=intent.effect,
-                operation_id=intent.operation_id,
-                payload_sha256=intent.payload_sha256,
-                epoch=intent.epoch,
-                worker=intent.worker,
-                approval_id=intent.approval_id,
-                repeat_of=intent.repeat_of,
-                reserved=_wire_reservation(r.as_dict(), run.currency),
-                process_id=intent.process_id,
-            )
+            if intent.effect == "write":
+                # A read's one ledger entry is written when it settles: it changes nothing outside.
+                self._admitted_event(conn, run, action_id, intent, now)
+            reserved = r.as_dict()
+            remaining = snapshot.remaining(now)
             # The row just inserted, as `SELECT *` would read it back (REAL created_at as float).
             return Admitted(
                 ActionRecord(
@@ -523,17 +526,39 @@ class SQLiteStore(Store):
                     worker=intent.worker,
                     approval_id=intent.approval_id,
                     repeat_of=intent.repeat_of,
-                    reserved={"spend": r.spend, "tool_calls": r.tool_calls, "writes": r.writes},
+                    reserved=reserved,
                     actual_spend=None,
                     receipt=None,
                     result_sha256=None,
                     process_id=intent.process_id,
                     created_at=float(now),
                     settled_at=None,
-                )
+                ),
+                remaining={dim: left - reserved.get(dim, 0) for dim, left in remaining.items()},
+                currency=run.currency,
             )
 
         return await self._db.transaction(tx, durable=intent.effect == "write")
+
+    def _admitted_event(self, conn: Conn, run: RunRecord, action_id: str, intent: Intent, now: float) -> None:
+        r = intent.reservation
+        self._event(
+            conn,
+            run.run_id,
+            "action_admitted",
+            now,
+            action_id=action_id,
+            tool=intent.tool,
+            effect=intent.effect,
+            operation_id=intent.operation_id,
+            payload_sha256=intent.payload_sha256,
+            epoch=intent.epoch,
+            worker=intent.worker,
+            approval_id=intent.approval_id,
+            repeat_of=intent.repeat_of,
+            reserved=_wire_reservation(r.as_dict(), run.currency),
+            process_id=intent.process_id,
+        )
 
     def _check_approval(self, conn: Conn, intent: Intent, run: RunRecord, now: float) -> Refusal | None:
         row = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (intent.approval_id,)).fetchone()
@@ -575,6 +600,18 @@ class SQLiteStore(Store):
         return await self._db.transaction(tx, durable=False)
 
     async def settle(self, action_id: str, settlement: Settlement) -> SettleResult:
+        # A write's outcome is durable before the caller hears of it; a read's need not wait on a disk.
+        return await self._db.transaction(self._settle_tx(action_id, settlement), durable=settlement.durable)
+
+    def settle_soon(self, action_id: str, settlement: Settlement) -> None:
+        future = self._db.submit(
+            self._settle_tx(action_id, settlement, want_run=False), durable=settlement.durable, lazy=True
+        )
+        future.add_done_callback(log_if_failed(action_id))
+
+    def _settle_tx(
+        self, action_id: str, settlement: Settlement, *, want_run: bool = True
+    ) -> Callable[[Conn], SettleResult]:
         def tx(conn: Conn) -> SettleResult:
             now = self._clock.now()
             row = conn.execute("SELECT * FROM actions WHERE action_id = ?", (action_id,)).fetchone()
@@ -625,6 +662,17 @@ class SQLiteStore(Store):
                     action_id,
                 ),
             )
+            intent: dict[str, Any] = {}
+            if action.effect != "write" and action.status is ActionStatus.ADMITTED:
+                # A read's only ledger entry: what was asked, under which lease, and how it ended.
+                intent = {
+                    "tool": action.tool,
+                    "effect": action.effect,
+                    "payload_sha256": action.payload_sha256,
+                    "epoch": action.epoch,
+                    "worker": action.worker,
+                    "process_id": action.process_id,
+                }
             self._event(
                 conn,
                 run.run_id,
@@ -638,6 +686,7 @@ class SQLiteStore(Store):
                 result_sha256=result_sha,
                 actual_spend=format_money(actual, run.currency) if actual is not None else None,
                 previous=action.status.value,
+                **intent,
             )
             if settlement.kind is SettleKind.FAILED and not settlement.sent and action.approval_id:
                 self._restore_approval(conn, action.approval_id, run.run_id, now)
@@ -679,11 +728,10 @@ class SQLiteStore(Store):
                 result_sha256=result_sha,
                 settled_at=float(now),
             )
-            run = run_from_row(self._run_row(conn, action.run_id))
-            return SettleResult(updated, run, overrun=overrun, after_cancel=after_cancel)
+            after = run_from_row(self._run_row(conn, action.run_id)) if want_run else None
+            return SettleResult(updated, after, overrun=overrun, after_cancel=after_cancel)
 
-        # A write's outcome is durable before the caller hears of it; a read's need not wait on a disk.
-        return await self._db.transaction(tx, durable=settlement.durable)
+        return tx
 
     def _restore_approval(self, conn: Conn, approval_id: str, run_id: str, now: float) -> None:
         row = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
@@ -990,6 +1038,79 @@ class SQLiteStore(Store):
             return VerifyReport(ok=True, runs=len(run_ids), entries=total, first_bad=None)
 
         return await self._db.read(read)
+
+    # -- tool pins -------------------------------------------------------------------------
+    async def tool_pins(self) -> ToolPins:
+        def read(conn: Conn) -> ToolPins:
+            pins = {r["tool"]: _pin_from_row(r) for r in conn.execute("SELECT * FROM tool_pins")}
+            adapters = frozenset(r[0] for r in conn.execute("SELECT adapter FROM tool_pin_adapters"))
+            return ToolPins(pins, adapters)
+
+        return await self._db.read(read)
+
+    async def pin_first_use(self, adapter: str, pins: Sequence[ToolPin]) -> bool:
+        def tx(conn: Conn) -> bool:
+            now = self._clock.now()
+            done = conn.execute("SELECT 1 FROM tool_pin_adapters WHERE adapter = ?", (adapter,)).fetchone()
+            if done is not None:
+                return False
+            conn.execute("INSERT INTO tool_pin_adapters (adapter, first_pinned_at) VALUES (?, ?)", (adapter, now))
+            for pin in pins:
+                conn.execute(
+                    "INSERT OR IGNORE INTO tool_pins (tool, adapter, definition_sha256, definition, pinned_by, "
+                    "pinned_at, previous_sha256) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                    (pin.tool, adapter, pin.definition_sha256, _definition_json(pin), "first_use", now),
+                )
+            return True
+
+        return await self._db.transaction(tx, durable=True)
+
+    async def accept_tool_pin(self, pin: ToolPin, *, replaces: str | None) -> ToolPin:
+        def tx(conn: Conn) -> ToolPin:
+            now = self._clock.now()
+            row = conn.execute("SELECT definition_sha256 FROM tool_pins WHERE tool = ?", (pin.tool,)).fetchone()
+            current = row["definition_sha256"] if row is not None else None
+            if current == pin.definition_sha256:
+                return _pin_from_row(conn.execute("SELECT * FROM tool_pins WHERE tool = ?", (pin.tool,)).fetchone())
+            if current != replaces:
+                raise InvalidRequest(
+                    f"the pin of {pin.tool} changed meanwhile", code="payload_mismatch", pinned_sha256=current
+                ).with_status(409)
+            conn.execute(
+                "INSERT INTO tool_pins (tool, adapter, definition_sha256, definition, pinned_by, pinned_at, "
+                "previous_sha256) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tool) DO UPDATE SET "
+                "adapter = excluded.adapter, definition_sha256 = excluded.definition_sha256, "
+                "definition = excluded.definition, pinned_by = excluded.pinned_by, pinned_at = excluded.pinned_at, "
+                "previous_sha256 = excluded.previous_sha256",
+                (
+                    pin.tool,
+                    pin.adapter,
+                    pin.definition_sha256,
+                    _definition_json(pin),
+                    pin.pinned_by,
+                    now,
+                    current,
+                ),
+            )
+            return _pin_from_row(conn.execute("SELECT * FROM tool_pins WHERE tool = ?", (pin.tool,)).fetchone())
+
+        return await self._db.transaction(tx, durable=True)
+
+
+def _definition_json(pin: ToolPin) -> str:
+    return canonical_json(pin.definition).decode()
+
+
+def _pin_from_row(row: sqlite3.Row) -> ToolPin:
+    return ToolPin(
+        tool=row["tool"],
+        adapter=row["adapter"],
+        definition_sha256=row["definition_sha256"],
+        definition=json.loads(row["definition"]),
+        pinned_by=row["pinned_by"],
+        pinned_at=row["pinned_at"],
+        previous_sha256=row["previous_sha256"],
+    )
 
 
 def _cursor(cursor: str | None) -> int:

@@ -25,7 +25,7 @@ def run_from_row(row: sqlite3.Row) -> RunRecord:
         status=RunStatus(row["status"]),
         status_reason=row["status_reason"],
         spec_version=row["spec_version"],
-        contract=json.loads(row["contract"]),
+        contract_json=row["contract"],
         currency=row["currency"],
         owner=row["owner"],
         created_by=row["created_by"],

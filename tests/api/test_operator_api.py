@@ -259,7 +259,9 @@ async def test_actions_and_events_record_the_call_and_the_ledger_verifies(api: A
     assert actions[1]["code"] == "tool_not_found"
     types = [e["type"] for e in events]
     assert types[:2] == ["run_created", "lease_granted"]
-    assert "action_admitted" in types and "action_settled" in types and "action_rejected" in types
+    # A read is one ledger entry (it changes nothing outside); a refusal is one too.
+    assert types[2:] == ["action_settled", "action_rejected"]
+    assert events[2]["data"]["tool"] == "shop__find" and events[2]["data"]["status"] == "succeeded"
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert verify == {"ok": True, "runs": 1, "entries": len(events), "first_bad": None}
 

@@ -79,7 +79,8 @@ CREATE TABLE actions (
     settled_at        REAL
 );
 CREATE INDEX actions_run ON actions (run_id, seq);
-CREATE INDEX actions_open ON actions (status, process_id);
+-- Open actions only: entries leave the index when they settle, so it stays a few pages.
+CREATE INDEX actions_open ON actions (process_id) WHERE status = 'admitted';
 -- One live attempt per operation in a lineage: failed and rejected attempts do not hold the id.
 CREATE UNIQUE INDEX actions_operation ON actions (lineage_id, operation_id)
     WHERE operation_id IS NOT NULL AND status IN ('admitted', 'succeeded', 'unknown', 'compensated');
