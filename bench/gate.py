@@ -65,18 +65,23 @@ CURRENT: contextvars.ContextVar[Tally | None] = contextvars.ContextVar("bench_ta
 
 
 def count_store_work(store: SQLiteStore) -> None:
-    """Wrap the store's Database so every transaction and read is counted against CURRENT."""
-    db = store._db
-    transaction, read = db.transaction, db.read
+    """Wrap the store's Database so every transaction (awaited or lazy) and read is counted against CURRENT.
 
-    async def counted_transaction(fn: Callable[[Any], Any], *, durable: bool) -> Any:
+    Transactions are counted where they are submitted (`Database.submit`), so a read's lazy settle,
+    which nobody awaits, counts as well. Group commit may put several in one COMMIT: the counts
+    are transactions asked for, an upper bound on commits.
+    """
+    db = store._db
+    submit, read = db.submit, db.read
+
+    def counted_submit(fn: Callable[[Any], Any], *, durable: bool, lazy: bool = False) -> Any:
         tally = CURRENT.get()
         if tally is not None:
             if durable:
                 tally.durable += 1
             else:
                 tally.normal += 1
-        return await transaction(fn, durable=durable)
+        return submit(fn, durable=durable, lazy=lazy)
 
     async def counted_read(fn: Callable[[Any], Any]) -> Any:
         tally = CURRENT.get()
@@ -84,7 +89,7 @@ def count_store_work(store: SQLiteStore) -> None:
             tally.reads += 1
         return await read(fn)
 
-    db.transaction = counted_transaction  # type: ignore[method-assign]
+    db.submit = counted_submit  # type: ignore[method-assign]
     db.read = counted_read  # type: ignore[method-assign]
 
 
