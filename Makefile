@@ -12,10 +12,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The interop tests' Node packages (tests/interop/node: MCP TypeScript SDK clients, Inspector,
+# conformance suite, a pinned Node 22), exactly as package-lock.json says; again when it changes.
+NODE_DIR := tests/interop/node
+NODE_STAMP := $(NODE_DIR)/node_modules/.package-lock.json
+
+$(NODE_STAMP): $(NODE_DIR)/package-lock.json
+	@command -v npm >/dev/null || { echo "make test needs npm (Node.js) to install $(NODE_DIR)" >&2; exit 1; }
+	npm ci --prefix $(NODE_DIR) --ignore-scripts --no-audit --no-fund --loglevel=error
+
 run: $(STAMP)
 	$(BIN)/python -m gateway.devrun
 
-test: $(STAMP)
+test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/ruff check gateway tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest -q

@@ -54,7 +54,10 @@ WARRANT_TOOLS: dict[str, types.Tool] = {
             "properties": {
                 "tool": {"type": "string"},
                 "arguments": {"type": "object"},
-                "evidence": {},
+                "evidence": {
+                    "description": "What the approver should see: sources, quotes, links, prior results.",
+                    "type": ["object", "array", "string"],
+                },
                 "rationale": {"type": "string"},
             },
             "required": ["tool", "arguments"],
@@ -120,7 +123,8 @@ def build_mcp_server(gate_of: Callable[[], Gate], catalog: Catalog) -> Server[An
             tools.append(
                 types.Tool(
                     name=spec.name,
-                    description=spec.definition.description,
+                    description=spec.definition.description
+                    or f"{spec.tool}, served by the {spec.adapter.name} adapter.",
                     input_schema=spec.definition.input_schema,
                     annotations=annotations,
                 )
@@ -197,37 +201,43 @@ class LeaseTokenGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if scope["method"] != "POST":
+            # Stateless: no server-to-client stream (GET) and no session to end (DELETE).
+            await _respond(send, 405, {"error": "only POST is served at /mcp"}, [(b"allow", b"POST")])
+            return
         headers = dict(scope.get("headers") or [])
         raw = headers.get(b"authorization", b"").decode("latin-1")
         scheme, _, token = raw.partition(" ")
         token = token.strip()
-        problem: str | None = None
         if scheme.lower() != "bearer" or not token:
-            problem = "a lease token is required: Authorization: Bearer <lease token>"
-        elif not looks_like_token(token) or await self.gate_of().store.authenticate(token_hash(token)) is None:
-            problem = "unknown lease token"
-        if problem is not None:
-            await _unauthorized(send, problem)
+            # RFC 6750 3.1: no error code when the request carried no credentials.
+            await _unauthorized(send, "a lease token is required: Authorization: Bearer <lease token>", b"")
+            return
+        if not looks_like_token(token) or await self.gate_of().store.authenticate(token_hash(token)) is None:
+            await _unauthorized(send, "unknown lease token", b', error="invalid_token"')
             return
         await self.app(scope, receive, send)
 
 
-async def _unauthorized(send: Send, message: str) -> None:
-    body = json.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": f"[unauthenticated] {message}"}}
-    ).encode()
+async def _unauthorized(send: Send, message: str, error: bytes) -> None:
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": f"[unauthenticated] {message}"}}
+    await _respond(send, 401, body, [(b"www-authenticate", b'Bearer realm="warrant"' + error)])
+
+
+async def _respond(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
+    data = json.dumps(body).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 401,
+            "status": status,
             "headers": [
                 (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="warrant", error="invalid_token"'),
+                (b"content-length", str(len(data)).encode()),
+                *headers,
             ],
         }
     )
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": data})
 
 
 @contextlib.asynccontextmanager

@@ -75,3 +75,18 @@ async def test_missing_or_unknown_token_is_http_401(api: Api) -> None:
             assert r.status_code == 401
             assert "Bearer" in r.headers["www-authenticate"]
             assert r.json()["error"]["message"].startswith("[unauthenticated]")
+
+
+async def test_only_post_is_served_at_mcp_and_401s_follow_rfc_6750(api: Api) -> None:
+    _, token = await start(api)
+    async with httpx.AsyncClient(base_url=api.url) as c:
+        stream = await c.get("/mcp", headers={"Authorization": f"Bearer {token}", "Accept": "text/event-stream"})
+        assert stream.status_code == 405 and stream.headers["allow"] == "POST"
+        bare = await c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert bare.headers["www-authenticate"] == 'Bearer realm="warrant"'
+        wrong = await c.post(
+            "/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Authorization": "Bearer wl_not-a-token-we-ever-made-here"},
+        )
+        assert 'error="invalid_token"' in wrong.headers["www-authenticate"]
