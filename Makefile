@@ -25,7 +25,7 @@ run: $(STAMP)
 	$(BIN)/python -m gateway.devrun
 
 test: $(STAMP) $(NODE_STAMP)
-	$(BIN)/ruff check gateway tests bench
+	$(BIN)/ruff check gateway tests bench examples
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 

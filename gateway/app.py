@@ -6,6 +6,7 @@ marked `unknown`, adapters are started; all of it is closed in reverse on the wa
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
@@ -19,12 +20,14 @@ from gateway import __version__
 from gateway.adapters.base import Adapter
 from gateway.api.routes import error_response
 from gateway.api.routes import routes as api_routes
+from gateway.api.tools import routes as tool_routes
 from gateway.catalog import Catalog
 from gateway.clock import Clock, SystemClock
 from gateway.config import Settings, load_adapter
 from gateway.errors import ConfigError, NotFound
 from gateway.gate import Gate
 from gateway.mcp_front import LeaseTokenGuard, build_mcp_server, mcp_app, running
+from gateway.pins import Pins
 from gateway.policy.loader import load_policies
 from gateway.service import Gateway
 from gateway.store.factory import open_store
@@ -36,6 +39,20 @@ def build_catalog(settings: Settings, extra_adapters: Sequence[Adapter] = ()) ->
     currency, policies = load_policies(list(settings.policy_files))
     adapters = [load_adapter(path) for path in settings.adapter_files] + list(extra_adapters)
     return Catalog(adapters, policies, currency), adapters
+
+
+async def start_adapters(adapters: Sequence[Adapter], started: list[Adapter]) -> None:
+    """Start every adapter at once (each may wait a bounded time for its downstream's first
+    listing); `started` collects those to close. Raises: the first adapter's failure."""
+
+    async def start(adapter: Adapter) -> None:
+        await adapter.start()
+        started.append(adapter)
+
+    results = await asyncio.gather(*(start(a) for a in adapters), return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
 
 
 async def healthz(request: Request) -> Response:
@@ -50,7 +67,8 @@ async def not_found(request: Request, exc: Exception) -> Response:
 
 
 def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters: Sequence[Adapter] = ()) -> Starlette:
-    """Raises: ConfigError for an invalid catalog (before anything is opened)."""
+    """Raises: ConfigError for an invalid catalog (before anything is opened). Tools a downstream
+    MCP server lists are checked once the adapters started, in the lifespan: a problem stops it."""
     clock = clock or SystemClock()
     catalog, adapters = build_catalog(settings, extra_adapters)
 
@@ -76,11 +94,14 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                 )
             started: list[Adapter] = []
             try:
+                pins = Pins(store, catalog)
+                await pins.load()
                 for adapter in adapters:
-                    await adapter.start()
-                    started.append(adapter)
+                    pins.follow(adapter)
+                await start_adapters(adapters, started)
+                catalog.check()  # downstream tools are listed now: a collision stops start-up here
                 gate = Gate(store, catalog, clock)
-                app.state.gateway = Gateway(store, catalog, gate, clock, adapters, settings.api_keys)
+                app.state.gateway = Gateway(store, catalog, gate, clock, adapters, settings.api_keys, pins=pins)
                 yield
             finally:
                 for adapter in reversed(started):
@@ -91,6 +112,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         Route("/healthz", healthz, methods=["GET"]),
         Route("/mcp", LeaseTokenGuard(mcp, gate_of)),
         *api_routes,
+        *tool_routes,
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found})
     return app

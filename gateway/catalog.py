@@ -4,14 +4,25 @@ Exposed names are `<adapter>__<tool>` (at most 48 characters: some clients add t
 and cap names at 64 of `[A-Za-z0-9_-]`), or the tool's `expose_as` alias. A name that breaks
 these rules, collides with another, or uses the reserved `warrant_` prefix stops start-up.
 A tool no policy names is listed in the catalog but refused at the gate: fail closed.
+
+The catalog follows its adapters: a downstream MCP server may add, drop or change tools at run
+time. Adapters that change call their listeners; `invalidate()` makes the next lookup rebuild
+from `adapter.definitions()`. A problem found at start-up (`check()`) stops it; one found later
+leaves the offending tool out (an established tool keeps its name) and is logged.
+
+Definitions of adapters with `pin` set are compared with their pins (`gateway/pins.py`): only a
+tool whose definition matches its pin is listed (`iter`); `get` still finds the others, so the
+gate can refuse them `tool_definition_changed` and the operator API can show them.
 """
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from enum import StrEnum
+from typing import Any, Protocol
 
 import jsonschema
 from jsonschema.protocols import Validator
@@ -21,11 +32,35 @@ from gateway.domain.admission import Reservation
 from gateway.domain.units import parse_money
 from gateway.errors import ConfigError
 from gateway.policy.model import ToolPolicy
+from gateway.store.records import ToolPin
+
+log = logging.getLogger("warrant.catalog")
 
 ADAPTER_NAME = re.compile(r"^[a-z][a-z0-9]{0,15}$")
 EXPOSED_NAME = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
 RESERVED_PREFIX = "warrant_"
 DEFAULT_TIMEOUT = 30.0
+
+
+class PinState(StrEnum):
+    TRUSTED = "trusted"  # defined in this gateway's configuration: nothing to pin
+    PINNED = "pinned"  # matches its pinned definition
+    CHANGED = "changed"  # differs from its pinned definition: refused until an operator accepts it
+    NEW = "new"  # never pinned: refused until an operator accepts it
+
+    @property
+    def callable(self) -> bool:
+        return self in (PinState.TRUSTED, PinState.PINNED)
+
+
+class PinBook(Protocol):
+    """Where the catalog finds the pinned definitions (`gateway.pins.Pins`)."""
+
+    def pin(self, name: str) -> ToolPin | None: ...
+
+    async def refresh(self) -> bool:
+        """Reload the pins (another replica may have accepted one); True when it did."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -39,6 +74,9 @@ class ToolSpec:
     validator: Validator
     cost_spend: int
     cost_max: int | None
+    pin_state: PinState = PinState.TRUSTED
+    pinned: ToolPin | None = None
+    read_only_hint: bool = False  # the adapter trusts it and the (pinned) definition says read-only
 
     @property
     def tool(self) -> str:
@@ -47,7 +85,11 @@ class ToolSpec:
     @property
     def is_write(self) -> bool:
         # Without a policy the call is refused anyway; treat the unknown as the dangerous kind.
-        return self.policy is None or self.policy.effect == "write"
+        if self.policy is None:
+            return True
+        if self.policy.effect is None:
+            return not self.read_only_hint
+        return self.policy.effect == "write"
 
     def reservation(self) -> Reservation:
         held = self.cost_max if self.cost_max is not None else self.cost_spend
@@ -70,10 +112,46 @@ class Catalog:
 
     def __init__(self, adapters: Iterable[Adapter], policies: dict[str, ToolPolicy], currency: str = "USD") -> None:
         self.currency = currency
+        self.pins: PinBook | None = None
+        self._adapters = list(adapters)
+        self._policies = policies
         self._tools: dict[str, ToolSpec] = {}
+        self._dirty = False
+        self._reported: set[str] = set()
+        self.check()
+
+    def attach_pins(self, pins: PinBook) -> None:
+        self.pins = pins
+        self.invalidate()
+
+    def invalidate(self) -> None:
+        """The adapters' definitions or the pins changed: rebuild at the next lookup."""
+        self._dirty = True
+
+    def check(self) -> None:
+        """Rebuild now. Raises: ConfigError naming every problem (start-up)."""
+        tools, problems = self._build({})
+        if problems:
+            raise ConfigError("the tool catalog is invalid:\n" + "\n".join(f"  {p}" for p in problems))
+        self._tools, self._dirty = tools, False
+
+    def _fresh(self) -> dict[str, ToolSpec]:
+        if self._dirty:
+            self._dirty = False
+            tools, problems = self._build(self._tools)
+            for problem in problems:
+                if problem not in self._reported:
+                    self._reported.add(problem)
+                    log.error("tool left out of the catalog: %s", problem)
+            self._tools = tools
+        return self._tools
+
+    def _build(self, previous: dict[str, ToolSpec]) -> tuple[dict[str, ToolSpec], list[str]]:
+        tools: dict[str, ToolSpec] = {}
         problems: list[str] = []
         seen_adapters: set[str] = set()
-        for adapter in adapters:
+        candidates: list[ToolSpec] = []
+        for adapter in self._adapters:
             if not ADAPTER_NAME.fullmatch(adapter.name):
                 problems.append(f"adapter name {adapter.name!r} must match {ADAPTER_NAME.pattern}")
                 continue
@@ -82,37 +160,74 @@ class Catalog:
                 continue
             seen_adapters.add(adapter.name)
             for definition in adapter.definitions():
-                name = exposed_name(adapter.name, definition)
-                problem = self._name_problem(name, adapter.name, definition)
-                if problem:
-                    problems.append(problem)
-                    continue
-                try:
-                    validator_cls = jsonschema.validators.validator_for(definition.input_schema)
-                    validator_cls.check_schema(definition.input_schema)
-                except jsonschema.SchemaError as exc:
-                    problems.append(f"{name}: input_schema is not a valid JSON Schema: {exc.message}")
-                    continue
-                policy = policies.get(name)
-                try:
-                    cost_spend = parse_money(policy.cost.spend, currency) if policy else 0
-                    cost_max = parse_money(policy.cost.max, currency) if policy and policy.cost.max else None
-                except ValueError as exc:
-                    problems.append(f"{name}: cost: {exc}")
-                    continue
-                self._tools[name] = ToolSpec(
-                    name=name,
-                    adapter=adapter,
-                    definition=definition,
-                    definition_sha256=definition.sha256(),
-                    policy=policy,
-                    timeout=definition.timeout or DEFAULT_TIMEOUT,
-                    validator=validator_cls(definition.input_schema),
-                    cost_spend=cost_spend,
-                    cost_max=cost_max,
-                )
-        if problems:
-            raise ConfigError("the tool catalog is invalid:\n" + "\n".join(f"  {p}" for p in problems))
+                spec = self._spec(adapter, definition, problems)
+                if spec is not None:
+                    candidates.append(spec)
+        by_name: dict[str, list[ToolSpec]] = {}
+        for spec in candidates:
+            by_name.setdefault(spec.name, []).append(spec)
+        for name, specs in by_name.items():
+            kept = specs
+            if len(specs) > 1:
+                # An established tool keeps its name at run time; at start-up every collision stops it.
+                before = previous.get(name)
+                kept = [s for s in specs if before is not None and (s.adapter, s.tool) == (before.adapter, before.tool)]
+                for spec in specs:
+                    if not any(spec is k for k in kept):
+                        others = ", ".join(f"{o.adapter.name}.{o.tool}" for o in specs if o is not spec)
+                        where = f"{spec.adapter.name}.{spec.tool}"
+                        problems.append(f"{where}: exposed name {name!r} collides with {others}")
+            if kept:
+                tools[name] = kept[0]
+        return tools, problems
+
+    def _spec(self, adapter: Adapter, definition: ToolDefinition, problems: list[str]) -> ToolSpec | None:
+        name = exposed_name(adapter.name, definition)
+        problem = self._name_problem(name, adapter.name, definition)
+        if problem:
+            problems.append(problem)
+            return None
+        try:
+            validator_cls = jsonschema.validators.validator_for(definition.input_schema)
+            validator_cls.check_schema(definition.input_schema)
+        except jsonschema.SchemaError as exc:
+            problems.append(f"{name}: input_schema is not a valid JSON Schema: {exc.message}")
+            return None
+        policy = self._policies.get(name)
+        try:
+            cost_spend = parse_money(policy.cost.spend, self.currency) if policy else 0
+            cost_max = parse_money(policy.cost.max, self.currency) if policy and policy.cost.max else None
+        except ValueError as exc:
+            problems.append(f"{name}: cost: {exc}")
+            return None
+        sha = definition.sha256()
+        state, pinned = PinState.TRUSTED, None
+        trusted_annotations = definition.annotations
+        if adapter.pin is not None:
+            pinned = self.pins.pin(name) if self.pins is not None else None
+            if pinned is None:
+                state = PinState.NEW
+            elif pinned.definition_sha256 != sha:
+                state = PinState.CHANGED
+            else:
+                state = PinState.PINNED
+            # The hint that counts is the one an operator (or first use) trusted with the pin.
+            trusted_annotations = pinned.definition.get("annotations") if pinned is not None else None
+        hint = bool(adapter.trust_read_only_hint and (trusted_annotations or {}).get("readOnlyHint") is True)
+        return ToolSpec(
+            name=name,
+            adapter=adapter,
+            definition=definition,
+            definition_sha256=sha,
+            policy=policy,
+            timeout=definition.timeout or DEFAULT_TIMEOUT,
+            validator=validator_cls(definition.input_schema),
+            cost_spend=cost_spend,
+            cost_max=cost_max,
+            pin_state=state,
+            pinned=pinned,
+            read_only_hint=hint,
+        )
 
     def _name_problem(self, name: str, adapter: str, definition: ToolDefinition) -> str | None:
         if name.startswith(RESERVED_PREFIX):
@@ -122,16 +237,19 @@ class Catalog:
                 f"{adapter}.{definition.name}: exposed name {name!r} must be 1-48 characters of [A-Za-z0-9_-]; "
                 "give the tool an expose_as alias"
             )
-        if name in self._tools:
-            other = self._tools[name]
-            return f"{adapter}.{definition.name}: exposed name {name!r} collides with {other.adapter.name}.{other.tool}"
         return None
 
     def get(self, name: str) -> ToolSpec | None:
-        return self._tools.get(name)
+        """The tool under this exposed name, whatever its pin state."""
+        return self._fresh().get(name)
 
-    def __iter__(self) -> Any:
-        return iter(self._tools.values())
+    def all(self) -> list[ToolSpec]:
+        """Every tool, whatever its pin state (the operator API)."""
+        return list(self._fresh().values())
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        """The tools that may be called: trusted, or matching their pins."""
+        return iter([spec for spec in self._fresh().values() if spec.pin_state.callable])
 
     def __len__(self) -> int:
-        return len(self._tools)
+        return sum(1 for spec in self._fresh().values() if spec.pin_state.callable)

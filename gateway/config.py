@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,7 +123,7 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
     )
 
 
-def load_adapter(path: Path) -> Adapter:
+def load_adapter(path: Path, environ: Mapping[str, str] | None = None) -> Adapter:
     """Raises: ConfigError for an invalid document or a kind not served by this version."""
     data: Any = read_yaml(path)
     try:
@@ -129,6 +131,8 @@ def load_adapter(path: Path) -> Adapter:
     except ValidationError as exc:
         lines = [f"  {p['field']}: {p['problem']}" for p in problems_of(exc)]
         raise ConfigError(f"{path}: invalid adapter:\n" + "\n".join(lines)) from None
+    if doc.kind == "mcp":
+        return _mcp_adapter(path, data, os.environ if environ is None else environ)
     if doc.kind != "python":
         raise ConfigError(f"{path}: adapters of kind {doc.kind!r} are not served by this version yet")
     if not doc.factory or ":" not in doc.factory:
@@ -142,3 +146,59 @@ def load_adapter(path: Path) -> Adapter:
     if not isinstance(adapter, Adapter):
         raise ConfigError(f"{path}: {doc.factory} did not return an Adapter")
     return adapter
+
+
+_REFERENCE = re.compile(r"\$\{([^}]*)\}")
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def interpolate(text: str, env: Mapping[str, str], base: Path, missing: list[str]) -> str:
+    """`${NAME}` from the environment, `${file:PATH}` from a file (relative to `base`, stripped).
+
+    What cannot be resolved is named in `missing` (never a value).
+    """
+
+    def resolve(match: re.Match[str]) -> str:
+        reference = match.group(1)
+        if reference.startswith("file:"):
+            try:
+                return (base / reference[len("file:") :]).read_text(encoding="utf-8").strip()
+            except OSError:
+                missing.append(f"the file {reference[len('file:') :]}")
+                return ""
+        if not _VARIABLE.fullmatch(reference) or reference not in env:
+            missing.append(reference)
+            return ""
+        return env[reference]
+
+    return _REFERENCE.sub(resolve, text)
+
+
+def _mcp_adapter(path: Path, data: Any, env: Mapping[str, str]) -> Adapter:
+    """A downstream MCP server. Its document is validated before any `${...}` is resolved, so an
+    error message never carries a secret. A command's first word `python` is this gateway's own
+    interpreter; `cwd` (default: the adapter file's folder) is relative to the adapter file."""
+    from gateway.adapters.mcp import McpAdapter, McpAdapterConfig
+
+    try:
+        config = McpAdapterConfig.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"  {p['field']}: {p['problem']}" for p in problems_of(exc)]
+        raise ConfigError(f"{path}: invalid adapter:\n" + "\n".join(lines)) from None
+    base = path.parent
+    missing: list[str] = []
+    changes: dict[str, Any] = {
+        "env": {k: interpolate(v, env, base, missing) for k, v in config.env.items()},
+        "headers": {k: interpolate(v, env, base, missing) for k, v in config.headers.items()},
+    }
+    if config.url is not None:
+        changes["url"] = interpolate(config.url, env, base, missing)
+    if config.command is not None:
+        command = [interpolate(word, env, base, missing) for word in config.command]
+        if command[0] == "python":
+            command[0] = sys.executable
+        changes["command"] = command
+        changes["cwd"] = str((base / config.cwd).resolve()) if config.cwd else str(base)
+    if missing:
+        raise ConfigError(f"{path}: these must be set: {', '.join(sorted(set(missing)))}")
+    return McpAdapter(config.model_copy(update=changes))

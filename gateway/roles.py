@@ -26,6 +26,8 @@ PERMISSIONS: frozenset[str] = frozenset(
         "events.read",
         "ledger.verify",
         "usage.report",
+        "tools.read",  # the catalog with pin states and pending definitions
+        "tools.accept",  # accept a downstream tool definition (gateway-wide): admin only
     }
 )
 
@@ -41,10 +43,11 @@ ROLES: dict[str, frozenset[str]] = {
             "actions.resolve",
             "events.read",
             "approvals.read",
+            "tools.read",
         }
     ),
-    "approver": frozenset({"approvals.read", "approvals.decide"}),
-    "auditor": frozenset({"runs.read", "actions.read", "events.read", "ledger.verify", "approvals.read"}),
+    "approver": frozenset({"approvals.read", "approvals.decide", "tools.read"}),
+    "auditor": frozenset({"runs.read", "actions.read", "events.read", "ledger.verify", "approvals.read", "tools.read"}),
     "worker": frozenset({"leases.acquire", "usage.report"}),
 }
 

@@ -16,6 +16,7 @@ from gateway.catalog import Catalog
 from gateway.clock import Clock
 from gateway.config import ApiKey
 from gateway.gate import Gate
+from gateway.pins import Pins
 from gateway.reconcile import reconcile_run
 from gateway.store.base import Store
 from gateway.store.records import Principal, RunRecord
@@ -31,6 +32,7 @@ class Gateway:
     clock: Clock
     adapters: Sequence[Adapter]
     api_keys: Sequence[ApiKey]
+    pins: Pins | None = None  # downstream tool pins (gateway/pins.py)
 
     def principal_for_key(self, key_sha256: str) -> Principal | None:
         for key in self.api_keys:

@@ -38,11 +38,17 @@ async def main() -> int:
         async with Client(streamable_http_client(f"{URL}/mcp", http_client=http), cache=None) as mcp:
             tools = await mcp.list_tools()
             print("tools:", ", ".join(t.name for t in tools.tools))
-            note = await mcp.call_tool("notes__append", {"title": "Vendor A", "body": "pricing page checked"},
-                                       meta={"warrant/operation_id": "vendor-a-note"})
+            note = await mcp.call_tool(
+                "notes__append",
+                {"title": "Vendor A", "body": "pricing page checked"},
+                meta={"warrant/operation_id": "vendor-a-note"},
+            )
             print("append:", json.dumps(note.structured_content), note.meta)
-            again = await mcp.call_tool("notes__append", {"title": "Vendor A", "body": "pricing page checked"},
-                                        meta={"warrant/operation_id": "vendor-a-note"})
+            again = await mcp.call_tool(
+                "notes__append",
+                {"title": "Vendor A", "body": "pricing page checked"},
+                meta={"warrant/operation_id": "vendor-a-note"},
+            )
             print("same operation again:", again.content[0].text)
             sent = await mcp.call_tool("notes__send", {"note_id": "note-1", "to": "partner@example.com"})
             if sent.is_error and sent.structured_content:

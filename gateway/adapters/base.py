@@ -10,9 +10,10 @@ its own bugs, which the gate treats as `unknown` for writes.
 from __future__ import annotations
 
 import abc
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from gateway.canonical import canonical_json, sha256_hex
 
@@ -41,6 +42,7 @@ class CallRequest:
     action_id: str
     idempotency_key: str | None  # minted by the gateway for writes; the destination deduplicates on it
     timeout: float
+    write: bool = True  # a read may be retried by the adapter within its timeout; a write never is
 
 
 class OutcomeKind(StrEnum):
@@ -61,10 +63,21 @@ class Outcome:
     message: str | None = None
 
 
+PinMode = Literal["first_use", "manual"]
+Listener = Callable[["Adapter"], Awaitable[None]]
+
+
 class Adapter(abc.ABC):
-    """One configured adapter. `name` matches `^[a-z][a-z0-9]{0,15}$`."""
+    """One configured adapter. `name` matches `^[a-z][a-z0-9]{0,15}$`.
+
+    An adapter whose definitions come from elsewhere (a downstream MCP server) sets `pin`: its
+    tools are callable only while their definitions match the ones pinned in the store
+    (`gateway/pins.py`). Definitions written in this gateway's own configuration are trusted.
+    """
 
     name: str
+    pin: PinMode | None = None  # None: the definitions are this gateway's own configuration
+    trust_read_only_hint: bool = False  # a pinned readOnlyHint may make a policy without `effect` a read
 
     async def start(self) -> None:  # noqa: B027 - optional hook
         """Open connections, start supervising tasks. Called once by the gateway's lifespan."""
@@ -73,7 +86,14 @@ class Adapter(abc.ABC):
         """Release everything `start` took."""
 
     @abc.abstractmethod
-    def definitions(self) -> list[ToolDefinition]: ...
+    def definitions(self) -> list[ToolDefinition]:
+        """The tools as they are now. May change at run time where the adapter calls its listeners."""
+
+    def watch(self, listener: Listener) -> None:  # noqa: B027 - optional hook
+        """Call `listener(self)` after each fresh listing of the definitions. Default: they never change."""
+
+    def restore(self, definitions: Sequence[ToolDefinition]) -> None:  # noqa: B027 - optional hook
+        """Definitions pinned earlier, served until the first listing (the destination may be down)."""
 
     @abc.abstractmethod
     async def call(self, request: CallRequest) -> Outcome: ...

@@ -1,10 +1,10 @@
 """Policy decisions for one call: pure functions of the catalog entry, the contract and the arguments.
 
 Combination, stated once: the tool must exist and have a policy (fail closed); the contract's
-deny patterns win over its allow patterns; every constraint of the contract must hold, and a
-constraint that cannot be evaluated refuses. Approval is required when the policy's rule or the
-contract's rule applies (a contract may add approvals, never remove them); a `when` expression
-that cannot be evaluated requires approval.
+deny patterns win over its allow patterns; a downstream tool's definition must match its pin;
+every constraint of the contract must hold, and a constraint that cannot be evaluated refuses.
+Approval is required when the policy's rule or the contract's rule applies (a contract may add
+approvals, never remove them); a `when` expression that cannot be evaluated requires approval.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ def authority_refusal(name: str, spec: ToolSpec | None, terms: Terms, arguments:
         return Refusal("forbidden", f"{name} has no policy yet; an operator must give it one", tool=name)
     if not terms.allows(name):
         return Refusal("forbidden", f"this run's contract does not allow {name}", tool=name)
+    if not spec.pin_state.callable:
+        return pin_refusal(spec)
     problems = spec.argument_problems(arguments)
     if problems:
         return Refusal("invalid_arguments", f"the arguments do not match {name}'s input schema", problems=problems)
@@ -41,6 +43,19 @@ def authority_refusal(name: str, spec: ToolSpec | None, terms: Terms, arguments:
                 constraint=constraint.source,
             )
     return None
+
+
+def pin_refusal(spec: ToolSpec) -> Refusal:
+    """A downstream tool whose definition is new or differs from the one pinned."""
+    pinned = spec.pinned.definition_sha256 if spec.pinned is not None else None
+    what = "is new" if pinned is None else "changed since it was pinned"
+    return Refusal(
+        "tool_definition_changed",
+        f"the definition of {spec.name} {what}; an operator must accept it first (warrant tools pending)",
+        tool=spec.name,
+        definition_sha256=spec.definition_sha256,
+        pinned_sha256=pinned,
+    )
 
 
 def approval_rule(name: str, spec: ToolSpec, terms: Terms, arguments: Any) -> ApprovalRule | None:

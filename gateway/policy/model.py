@@ -37,7 +37,8 @@ class Cost(BaseModel):
 class ToolPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    effect: Literal["read", "write"]
+    # None: a write, unless the tool's adapter trusts its pinned readOnlyHint and the hint says read-only.
+    effect: Literal["read", "write"] | None = None
     cost: Cost = Cost()
     approval: ApprovalRule | None = None
 

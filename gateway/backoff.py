@@ -1,0 +1,23 @@
+"""Exponential backoff with jitter, in one place: reconnecting adapters and retried reads use it."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+
+def backoff_delay(
+    attempt: int,
+    *,
+    initial: float = 0.1,
+    factor: float = 2.0,
+    cap: float = 30.0,
+    rng: Callable[[], float] = random.random,
+) -> float:
+    """Seconds to wait before retry number `attempt` (1, 2, ...).
+
+    The delay doubles from `initial` up to `cap`; each one is drawn from [half, all] of that, so
+    several gateways that lost the same downstream do not come back in step.
+    """
+    steps = min(max(attempt, 1) - 1, 64)
+    return min(cap, initial * factor**steps) * (0.5 + 0.5 * rng())
