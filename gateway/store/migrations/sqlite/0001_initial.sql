@@ -2,7 +2,7 @@
 -- minor units. Every row that belongs to a tenant carries it, and every query filters on it.
 
 CREATE TABLE runs (
-    seq                   INTEGER PRIMARY KEY AUTOINCREMENT,  -- list order and cursors
+    seq                   INTEGER PRIMARY KEY,  -- list order and cursors
     run_id                TEXT NOT NULL UNIQUE,
     tenant                TEXT NOT NULL,
     lineage_id            TEXT NOT NULL,
@@ -51,7 +51,7 @@ CREATE TABLE leases (
 );
 
 CREATE TABLE actions (
-    seq               INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq               INTEGER PRIMARY KEY,
     action_id         TEXT NOT NULL UNIQUE,
     run_id            TEXT NOT NULL REFERENCES runs (run_id),
     tenant            TEXT NOT NULL,
@@ -86,7 +86,7 @@ CREATE UNIQUE INDEX actions_operation ON actions (lineage_id, operation_id)
     WHERE operation_id IS NOT NULL AND status IN ('admitted', 'succeeded', 'unknown', 'compensated');
 
 CREATE TABLE approvals (
-    seq               INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq               INTEGER PRIMARY KEY,
     approval_id       TEXT NOT NULL UNIQUE,
     run_id            TEXT NOT NULL REFERENCES runs (run_id),
     tenant            TEXT NOT NULL,
