@@ -24,11 +24,6 @@ ADMIN = Principal("ops", "acme", frozenset({"admin"}))
 NOTE = ToolDefinition("write_note", "Add a note to the notebook.", {"type": "object"})
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_a_downstream_down_at_start_serves_its_pinned_tools_and_sends_nothing(tmp_path: Path) -> None:
     store = SQLiteStore(str(tmp_path / "w.db"), clock=ManualClock(), ledger_key=LEDGER_KEY)
     await store.open()

@@ -70,11 +70,6 @@ def shop_adapter(effects: list[dict[str, Any]]) -> PythonAdapter:
     return shop
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

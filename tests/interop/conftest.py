@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.config import load_settings
-from tests.api.conftest import CONTRACT, KEYS, Api, _free_port, anyio_backend, api  # noqa: F401 - the same real server
+from tests.api.conftest import CONTRACT, KEYS, Api, _free_port, api  # noqa: F401 - the same real server
 from tests.interop.conformance_tools import POLICY_YAML, TOOLS, ConformanceAdapter
 from tests.interop.nodejs import require_node_modules
 

@@ -1,1 +1,1 @@
-from tests.api.conftest import anyio_backend, api  # noqa: F401 - the same real server, reused
+from tests.api.conftest import api  # noqa: F401 - the same real server, reused

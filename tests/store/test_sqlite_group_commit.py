@@ -14,11 +14,6 @@ from gateway.store.sqlite_db import Database
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_a_failing_transaction_in_a_batch_rolls_back_only_its_own_writes(tmp_path: Path) -> None:
     db = Database(str(tmp_path / "g.db"))
     await db.open()

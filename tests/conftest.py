@@ -1,4 +1,4 @@
-"""Gate tests: the real Gate over a real store, in process; and OS processes sharing one SQLite file."""
+"""Fixtures every test folder shares: the async backend, and the store/gate world of tests/harness.py."""
 
 from __future__ import annotations
 
