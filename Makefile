@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck bench clean
+.PHONY: run test lint typecheck bench bench-mcp clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,9 @@ typecheck: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/gate.py
+
+bench-mcp: $(STAMP)
+	$(BIN)/python bench/mcp_proxy.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

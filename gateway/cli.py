@@ -32,6 +32,8 @@ def _serve(args: argparse.Namespace) -> int:
     from gateway.store.factory import serving
 
     settings = load_settings(find_config(args.config))
+    # The SDK's HTTP client logs every request (URL included) at INFO: one line per downstream call.
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
     app = create_app(settings)
     host = args.host or settings.host
     port = args.port if args.port is not None else settings.port

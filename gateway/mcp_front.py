@@ -134,13 +134,13 @@ def build_mcp_server(gate_of: Callable[[], Gate], catalog: Catalog) -> Server[An
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        reference = new_id("err")
         try:
             return to_mcp_result(await _call(gate_of(), _token_of(ctx), params, client_meta(ctx.meta)))
         except Unauthenticated as exc:
             raise MCPError(-32001, exc.message) from None
         except Exception:
             # A bug of ours: logged with a reference, answered without any of its text.
+            reference = new_id("err")
             log.exception("tools/call %s failed (reference %s)", params.name, reference)
             raise MCPError(-32603, f"internal error in the gateway (reference {reference})") from None
 
@@ -191,11 +191,21 @@ async def _call(gate: Gate, token: str | None, params: types.CallToolRequestPara
 
 
 class LeaseTokenGuard:
-    """ASGI wrapper for /mcp: no lease token, or an unknown one, is HTTP 401 before any MCP handling."""
+    """ASGI wrapper for /mcp: no lease token, or an unknown one, is HTTP 401 before any MCP handling.
+
+    A token the store has known once is known for good (lease tokens are never deleted; a
+    superseded or expired one is refused by the gate, with its code, not here), so the hashes of
+    known tokens are remembered and only a token not seen before costs a store read. That read
+    would also wait for the previous call's lazy settle to commit on its own (`Database.read`),
+    where the gate's admit would have carried it in its own batch.
+    """
+
+    KNOWN_MAX = 10_000
 
     def __init__(self, app: ASGIApp, gate_of: Callable[[], Gate]) -> None:
         self.app = app
         self.gate_of = gate_of
+        self._known: dict[str, None] = {}  # hashes of tokens the store knows, oldest first
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -213,10 +223,20 @@ class LeaseTokenGuard:
             # RFC 6750 3.1: no error code when the request carried no credentials.
             await _unauthorized(send, "a lease token is required: Authorization: Bearer <lease token>", b"")
             return
-        if not looks_like_token(token) or await self.gate_of().store.authenticate(token_hash(token)) is None:
+        if not looks_like_token(token) or not await self._is_known(token_hash(token)):
             await _unauthorized(send, "unknown lease token", b', error="invalid_token"')
             return
         await self.app(scope, receive, send)
+
+    async def _is_known(self, digest: str) -> bool:
+        if digest in self._known:
+            return True
+        if await self.gate_of().store.authenticate(digest) is None:
+            return False
+        if len(self._known) >= self.KNOWN_MAX:
+            del self._known[next(iter(self._known))]
+        self._known[digest] = None
+        return True
 
 
 async def _unauthorized(send: Send, message: str, error: bytes) -> None:
