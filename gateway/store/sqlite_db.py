@@ -148,9 +148,7 @@ class Database:
         """
         return await self.submit(fn, durable=durable)
 
-    def submit(
-        self, fn: Callable[[sqlite3.Connection], T], *, durable: bool, lazy: bool = False
-    ) -> asyncio.Future[T]:
+    def submit(self, fn: Callable[[sqlite3.Connection], T], *, durable: bool, lazy: bool = False) -> asyncio.Future[T]:
         """Queue `fn` for the next batch; the future resolves after its batch commits.
 
         `lazy`: nobody waits for it (a read's settle), so it may wait up to `LAZY_DELAY` for

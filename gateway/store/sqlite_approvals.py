@@ -1,0 +1,212 @@
+"""The SQLite store's approvals: request, decide, list."""
+
+from __future__ import annotations
+
+import json
+
+from gateway.clock import isoformat
+from gateway.domain.admission import CallFacts, refusal_for
+from gateway.domain.lifecycle import RunEvent
+from gateway.errors import Conflict, Forbidden, InvalidRequest, NotFound
+from gateway.ids import new_id
+from gateway.store.base import ApprovalPending, Refused
+from gateway.store.records import (
+    ApprovalRecord,
+    ApprovalRequest,
+    ApprovalStatus,
+    Page,
+    Principal,
+)
+from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
+from gateway.store.sqlite_rows import (
+    approval_from_row,
+    encode_cursor,
+    put_blob,
+    run_from_row,
+)
+
+
+class ApprovalOps(SQLiteBase):
+    # -- approvals -------------------------------------------------------------------------
+    async def approvals_for(self, run_id: str, tool: str, payload_sha256: str) -> list[ApprovalRecord]:
+        def read(conn: Conn) -> list[ApprovalRecord]:
+            rows = conn.execute(
+                "SELECT * FROM approvals WHERE run_id = ? AND tool = ? AND payload_sha256 = ? ORDER BY seq DESC",
+                (run_id, tool, payload_sha256),
+            ).fetchall()
+            return [approval_from_row(r) for r in rows]
+
+        return await self._db.read(read)
+
+    async def request_approval(self, request: ApprovalRequest, facts: CallFacts) -> ApprovalPending | Refused:
+        def tx(conn: Conn) -> ApprovalPending | Refused:
+            now = self._clock.now()
+            run = self._expire_if_due(conn, run_from_row(self._run_row(conn, request.run_id)), now)
+            self._expire_approvals_due(conn, run.run_id, now)
+            existing = conn.execute(
+                "SELECT * FROM approvals WHERE run_id = ? AND tool = ? AND payload_sha256 = ? AND spec_version = ? "
+                "AND tool_def_sha256 = ? AND status = 'pending' ORDER BY seq DESC LIMIT 1",
+                (run.run_id, request.tool, request.payload_sha256, run.spec_version, request.tool_def_sha256),
+            ).fetchone()
+            if existing is not None:
+                return ApprovalPending(approval_from_row(existing), created=False)
+            run = run_from_row(self._run_row(conn, run.run_id))
+            refusal = refusal_for(run.snapshot(), facts, now)
+            if refusal is not None:
+                action_id = self._reject(
+                    conn,
+                    run,
+                    now,
+                    tool=request.tool,
+                    payload_sha256=request.payload_sha256,
+                    refusal=refusal,
+                    epoch=facts.epoch,
+                    worker=request.requested_by,
+                    effect="write",
+                )
+                return Refused(refusal, action_id)
+            approval_id = new_id("apr")
+            put_blob(conn, request.payload, now)
+            conn.execute(
+                "INSERT INTO approvals (approval_id, run_id, tenant, tool, payload_sha256, spec_version, "
+                "tool_def_sha256, status, role, on_expiry, valid_for, requested_by, evidence, rationale, created_at, "
+                "decide_by) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    approval_id,
+                    run.run_id,
+                    run.tenant,
+                    request.tool,
+                    request.payload_sha256,
+                    run.spec_version,
+                    request.tool_def_sha256,
+                    request.role,
+                    request.on_expiry,
+                    request.valid_for,
+                    request.requested_by,
+                    json.dumps(request.evidence) if request.evidence is not None else None,
+                    request.rationale,
+                    now,
+                    now + request.decide_within,
+                ),
+            )
+            self._event(
+                conn,
+                run.run_id,
+                "approval_requested",
+                now,
+                approval_id=approval_id,
+                tool=request.tool,
+                payload_sha256=request.payload_sha256,
+                spec_version=run.spec_version,
+                tool_def_sha256=request.tool_def_sha256,
+                requested_by=request.requested_by,
+                decide_by=isoformat(now + request.decide_within),
+            )
+            self._set_status(
+                conn,
+                run,
+                RunEvent.APPROVAL_PENDING,
+                now,
+                by="gateway",
+                reason=f"approval {approval_id} is pending",
+                approval_id=approval_id,
+            )
+            row = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
+            return ApprovalPending(approval_from_row(row), created=True)
+
+        return await self._db.transaction(tx, durable=True)
+
+    async def decide_approval(
+        self, principal: Principal, approval_id: str, *, approve: bool, note: str | None, expected_sha256: str | None
+    ) -> ApprovalRecord:
+        def tx(conn: Conn) -> ApprovalRecord | Conflict:
+            now = self._clock.now()
+            row = conn.execute(
+                "SELECT * FROM approvals WHERE approval_id = ? AND tenant = ?", (approval_id, principal.tenant)
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no approval {approval_id}")
+            approval = approval_from_row(row)
+            if approval.status is not ApprovalStatus.PENDING:
+                raise Conflict(
+                    f"the approval is {approval.status.value}, not pending",
+                    code="approval_not_pending",
+                    status=approval.status.value,
+                )
+            if expected_sha256 is not None and expected_sha256 != approval.payload_sha256:
+                raise InvalidRequest(
+                    "the payload is not the one you were shown",
+                    code="payload_mismatch",
+                    payload_sha256=approval.payload_sha256,
+                ).with_status(409)
+            if approval.requested_by == principal.name:
+                raise Forbidden("a principal never decides an approval it asked for")
+            run = run_from_row(self._run_row(conn, approval.run_id))
+            if run.contract.get("forbid_creator_approval") and run.created_by == principal.name:
+                raise Forbidden("this run's contract forbids its creator from deciding its approvals")
+            if approval.role not in principal.roles and "admin" not in principal.roles:
+                raise Forbidden(f"this approval needs the {approval.role} role")
+            if now >= approval.decide_by:
+                self._expire_approvals_due(conn, run.run_id, now)
+                return Conflict("the approval was not decided in time and has expired", code="approval_expired")
+            status = ApprovalStatus.APPROVED if approve else ApprovalStatus.DENIED
+            conn.execute(
+                "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, note = ?, valid_until = ? "
+                "WHERE approval_id = ?",
+                (status.value, principal.name, now, note, now + approval.valid_for if approve else None, approval_id),
+            )
+            self._event(
+                conn,
+                run.run_id,
+                f"approval_{status.value}",
+                now,
+                approval_id=approval_id,
+                by=principal.name,
+                note=note,
+                payload_sha256=approval.payload_sha256,
+                valid_until=isoformat(now + approval.valid_for) if approve else None,
+            )
+            self._settle_waiting(conn, run.run_id, now, principal.name)
+            return approval_from_row(
+                conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
+            )
+
+        result = await self._db.transaction(tx, durable=True)
+        if isinstance(result, Conflict):
+            raise result
+        return result
+
+    async def get_approval(self, tenant: str, approval_id: str) -> ApprovalRecord:
+        def read(conn: Conn) -> ApprovalRecord:
+            row = conn.execute(
+                "SELECT * FROM approvals WHERE approval_id = ? AND tenant = ?", (approval_id, tenant)
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no approval {approval_id}")
+            return approval_from_row(row)
+
+        return await self._db.read(read)
+
+    async def list_approvals(
+        self,
+        tenant: str,
+        *,
+        status: ApprovalStatus | None = None,
+        run_id: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> Page[ApprovalRecord]:
+        after = cursor_after(cursor)
+
+        def read(conn: Conn) -> Page[ApprovalRecord]:
+            sql, args = "SELECT * FROM approvals WHERE tenant = ? AND seq > ?", [tenant, after]
+            if status is not None:
+                sql, args = sql + " AND status = ?", [*args, status.value]
+            if run_id is not None:
+                sql, args = sql + " AND run_id = ?", [*args, run_id]
+            rows = conn.execute(sql + " ORDER BY seq LIMIT ?", (*args, limit + 1)).fetchall()
+            more = len(rows) > limit
+            rows = rows[:limit]
+            return Page([approval_from_row(r) for r in rows], encode_cursor(rows[-1]["seq"]) if more else None)
+
+        return await self._db.read(read)

@@ -1,0 +1,191 @@
+"""The SQLite store's foundation: connection, clock, ledger key, and the helpers every part uses."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+from typing import Any
+
+from gateway.clock import Clock
+from gateway.domain import lifecycle
+from gateway.domain.admission import RunSnapshot
+from gateway.domain.contract import DIMENSIONS
+from gateway.domain.lifecycle import RunEvent, RunStatus
+from gateway.domain.units import format_money
+from gateway.errors import InvalidRequest, NotFound, Refusal
+from gateway.ids import new_id
+from gateway.store.records import (
+    ApprovalStatus,
+    RunRecord,
+)
+from gateway.store.sqlite_db import Database
+from gateway.store.sqlite_rows import (
+    append_event,
+    decode_cursor,
+    run_from_row,
+)
+
+Conn = sqlite3.Connection
+
+
+def default_process_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{new_id('p')[2:10]}"
+
+
+class SQLiteBase:
+    def __init__(self, path: str, *, clock: Clock, ledger_key: bytes, process_id: str | None = None) -> None:
+        if not ledger_key:
+            raise ValueError("a ledger key is required")
+        self._db = Database(path)
+        self._clock = clock
+        self._key = ledger_key
+        self._process_id = process_id or default_process_id()
+
+    @property
+    def process_id(self) -> str:
+        return self._process_id
+
+    async def open(self) -> None:
+        await self._db.open()
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    # -- helpers (database thread) ---------------------------------------------------------
+    def _event(self, conn: Conn, run_id: str, type_: str, now: float, **data: Any) -> None:
+        append_event(conn, self._key, run_id, type_, now, data)
+
+    @staticmethod
+    def _run_row(conn: Conn, run_id: str, tenant: str | None = None) -> sqlite3.Row:
+        if tenant is None:
+            row = conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        else:
+            row = conn.execute("SELECT * FROM runs WHERE run_id = ? AND tenant = ?", (run_id, tenant)).fetchone()
+        if row is None:
+            raise NotFound(f"no run {run_id}")
+        return row  # type: ignore[no-any-return]
+
+    def _set_status(
+        self, conn: Conn, run: RunRecord, event: RunEvent, now: float, *, by: str, reason: str | None, **data: Any
+    ) -> RunStatus:
+        """Move a run by the lifecycle table, fold its active time, record the change."""
+        target = lifecycle.transition(run.status, event)
+        if target is run.status:
+            return target
+        spent = run.active_seconds_spent
+        if run.active_since is not None:
+            spent += max(0.0, now - run.active_since)
+        accrues = target is RunStatus.RUNNING or (target is RunStatus.WAITING and run.count_waiting)
+        conn.execute(
+            "UPDATE runs SET status = ?, status_reason = ?, active_seconds_spent = ?, active_since = ?, "
+            "updated_at = ? WHERE run_id = ?",
+            (target.value, reason, spent, now if accrues else None, now, run.run_id),
+        )
+        self._event(
+            conn, run.run_id, f"run_{target.value}", now, previous=run.status.value, by=by, reason=reason, **data
+        )
+        return target
+
+    def _expire_if_due(self, conn: Conn, run: RunRecord, now: float) -> RunRecord:
+        if run.status.terminal or now < run.deadline:
+            return run
+        self._set_status(conn, run, RunEvent.EXPIRE, now, by="gateway", reason="the deadline passed")
+        self._close_approvals(conn, run.run_id, now, ApprovalStatus.SUPERSEDED, "the run expired")
+        return run_from_row(self._run_row(conn, run.run_id))
+
+    def _close_approvals(self, conn: Conn, run_id: str, now: float, status: ApprovalStatus, reason: str) -> None:
+        rows = conn.execute(
+            "SELECT approval_id FROM approvals WHERE run_id = ? AND status IN ('pending', 'approved')", (run_id,)
+        ).fetchall()
+        for row in rows:
+            conn.execute(
+                "UPDATE approvals SET status = ?, decided_at = ?, note = ? WHERE approval_id = ?",
+                (status.value, now, reason, row["approval_id"]),
+            )
+            self._event(conn, run_id, f"approval_{status.value}", now, approval_id=row["approval_id"], reason=reason)
+
+    def _settle_waiting(self, conn: Conn, run_id: str, now: float, by: str) -> None:
+        """After approvals close: a waiting run with nothing left pending goes back to running."""
+        pending = conn.execute(
+            "SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending' LIMIT 1", (run_id,)
+        ).fetchone()
+        if pending is None:
+            run = run_from_row(self._run_row(conn, run_id))
+            if not run.status.terminal:
+                self._set_status(conn, run, RunEvent.APPROVALS_SETTLED, now, by=by, reason="no approval pending")
+
+    def _expire_approvals_due(self, conn: Conn, run_id: str, now: float) -> None:
+        rows = conn.execute(
+            "SELECT approval_id, status FROM approvals WHERE run_id = ? AND "
+            "((status = 'pending' AND decide_by <= ?) OR (status = 'approved' AND valid_until <= ?))",
+            (run_id, now, now),
+        ).fetchall()
+        for row in rows:
+            conn.execute("UPDATE approvals SET status = 'expired' WHERE approval_id = ?", (row["approval_id"],))
+            self._event(conn, run_id, "approval_expired", now, approval_id=row["approval_id"], was=row["status"])
+        if rows:
+            self._settle_waiting(conn, run_id, now, "gateway")
+
+    def _snapshot(self, conn: Conn, run_id: str) -> RunSnapshot:
+        return run_from_row(self._run_row(conn, run_id)).snapshot()
+
+    def _reject(
+        self,
+        conn: Conn,
+        run: RunRecord | RunSnapshot,
+        now: float,
+        *,
+        tool: str,
+        payload_sha256: str,
+        refusal: Refusal,
+        epoch: int | None,
+        worker: str | None,
+        effect: str = "unknown",
+    ) -> str:
+        action_id = new_id("act")
+        conn.execute(
+            "INSERT INTO actions (action_id, run_id, tenant, lineage_id, tool, effect, payload_sha256, status, code, "
+            "reason, epoch, worker, created_at, settled_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'rejected', ?, ?, ?, ?, ?, ?)",
+            (
+                action_id,
+                run.run_id,
+                run.tenant,
+                run.lineage_id,
+                tool,
+                effect,
+                payload_sha256,
+                refusal.code,
+                refusal.message,
+                epoch,
+                worker,
+                now,
+                now,
+            ),
+        )
+        self._event(
+            conn,
+            run.run_id,
+            "action_rejected",
+            now,
+            action_id=action_id,
+            tool=tool,
+            payload_sha256=payload_sha256,
+            code=refusal.code,
+            epoch=epoch,
+            worker=worker,
+        )
+        return action_id
+
+
+def cursor_after(cursor: str | None) -> int:
+    try:
+        return decode_cursor(cursor)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidRequest("the cursor is not one this API handed out", code="invalid_cursor") from exc
+
+
+def wire_reservation(reserved: dict[str, int], currency: str) -> dict[str, Any]:
+    return {
+        dim: (format_money(v, currency) if dim == "spend" else v) for dim, v in reserved.items() if dim in DIMENSIONS
+    }

@@ -1,0 +1,396 @@
+"""The SQLite store, gate steps 6 and 8: admit, settle, rejections, operations, orphans."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from gateway.domain import lifecycle
+from gateway.domain.admission import CallFacts, call_refusal, lease_refusal, refusal_for
+from gateway.domain.lifecycle import ActionStatus, RunStatus
+from gateway.domain.units import format_money
+from gateway.errors import NotFound, Refusal
+from gateway.ids import new_id
+from gateway.store.base import AdmitResult, Admitted, Held, Refused, Stale, log_if_failed
+from gateway.store.records import (
+    ActionRecord,
+    ApprovalStatus,
+    Intent,
+    RunRecord,
+    SettleKind,
+    Settlement,
+    SettleResult,
+)
+from gateway.store.sqlite_base import Conn, SQLiteBase, wire_reservation
+from gateway.store.sqlite_rows import (
+    action_from_row,
+    put_blob,
+    run_from_row,
+)
+
+
+class GateOps(SQLiteBase):
+    async def precheck(self, run_id: str, facts: CallFacts) -> Refusal | None:
+        def read(conn: Conn) -> Refusal | None:
+            return refusal_for(self._snapshot(conn, run_id), facts, self._clock.now())
+
+        return await self._db.read(read)
+
+    async def admit(self, intent: Intent, facts: CallFacts) -> AdmitResult:
+        def tx(conn: Conn) -> AdmitResult:
+            now = self._clock.now()
+            run = self._expire_if_due(conn, run_from_row(self._run_row(conn, intent.run_id)), now)
+            snapshot = run.snapshot()
+            # Step 1's refusals come before any replay: a dead lease learns nothing about operations.
+            refusal = lease_refusal(snapshot, facts.epoch, now)
+            if refusal is None and intent.spec_version is not None and intent.spec_version != run.spec_version:
+                return Stale(run.spec_version)
+            if refusal is None and intent.operation_id is not None:
+                holder = conn.execute(
+                    "SELECT * FROM actions WHERE lineage_id = ? AND operation_id = ? AND status IN "
+                    "('admitted', 'succeeded', 'unknown', 'compensated')",
+                    (run.lineage_id, intent.operation_id),
+                ).fetchone()
+                if holder is not None:
+                    return Held(action_from_row(holder))
+            if refusal is None:
+                refusal = call_refusal(snapshot, facts, now)
+            if refusal is None and intent.approval_id is not None:
+                refusal = self._check_approval(conn, intent, run, now)
+            if refusal is not None:
+                action_id = self._reject(
+                    conn,
+                    run,
+                    now,
+                    tool=intent.tool,
+                    payload_sha256=intent.payload_sha256,
+                    refusal=refusal,
+                    epoch=intent.epoch,
+                    worker=intent.worker,
+                    effect=intent.effect,
+                )
+                return Refused(refusal, action_id)
+            action_id = new_id("act")
+            r = intent.reservation
+            put_blob(conn, intent.payload, now)
+            conn.execute(
+                "INSERT INTO actions (action_id, run_id, tenant, lineage_id, tool, effect, operation_id, "
+                "payload_sha256, idempotency_key, status, epoch, worker, approval_id, repeat_of, reserved_spend, "
+                "reserved_calls, reserved_writes, process_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'admitted', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    action_id,
+                    run.run_id,
+                    run.tenant,
+                    run.lineage_id,
+                    intent.tool,
+                    intent.effect,
+                    intent.operation_id,
+                    intent.payload_sha256,
+                    intent.idempotency_key,
+                    intent.epoch,
+                    intent.worker,
+                    intent.approval_id,
+                    intent.repeat_of,
+                    r.spend,
+                    r.tool_calls,
+                    r.writes,
+                    intent.process_id,
+                    now,
+                ),
+            )
+            # Every admitted call renews the lease.
+            conn.execute(
+                "UPDATE runs SET spend_reserved = spend_reserved + ?, tool_calls_reserved = tool_calls_reserved + ?, "
+                "writes_reserved = writes_reserved + ?, lease_expires_at = ? WHERE run_id = ?",
+                (r.spend, r.tool_calls, r.writes, now + run.lease_ttl, run.run_id),
+            )
+            if intent.approval_id is not None:
+                conn.execute(
+                    "UPDATE approvals SET status = 'used', action_id = ? WHERE approval_id = ?",
+                    (action_id, intent.approval_id),
+                )
+            if intent.effect == "write":
+                # A read's one ledger entry is written when it settles: it changes nothing outside.
+                self._admitted_event(conn, run, action_id, intent, now)
+            reserved = r.as_dict()
+            remaining = snapshot.remaining(now)
+            # The row just inserted, as `SELECT *` would read it back (REAL created_at as float).
+            return Admitted(
+                ActionRecord(
+                    action_id=action_id,
+                    run_id=run.run_id,
+                    tenant=run.tenant,
+                    lineage_id=run.lineage_id,
+                    tool=intent.tool,
+                    effect=intent.effect,
+                    operation_id=intent.operation_id,
+                    payload_sha256=intent.payload_sha256,
+                    idempotency_key=intent.idempotency_key,
+                    status=ActionStatus.ADMITTED,
+                    code=None,
+                    reason=None,
+                    epoch=intent.epoch,
+                    worker=intent.worker,
+                    approval_id=intent.approval_id,
+                    repeat_of=intent.repeat_of,
+                    reserved=reserved,
+                    actual_spend=None,
+                    receipt=None,
+                    result_sha256=None,
+                    process_id=intent.process_id,
+                    created_at=float(now),
+                    settled_at=None,
+                ),
+                remaining={dim: left - reserved.get(dim, 0) for dim, left in remaining.items()},
+                currency=run.currency,
+            )
+
+        return await self._db.transaction(tx, durable=intent.effect == "write")
+
+    def _admitted_event(self, conn: Conn, run: RunRecord, action_id: str, intent: Intent, now: float) -> None:
+        r = intent.reservation
+        self._event(
+            conn,
+            run.run_id,
+            "action_admitted",
+            now,
+            action_id=action_id,
+            tool=intent.tool,
+            effect=intent.effect,
+            operation_id=intent.operation_id,
+            payload_sha256=intent.payload_sha256,
+            epoch=intent.epoch,
+            worker=intent.worker,
+            approval_id=intent.approval_id,
+            repeat_of=intent.repeat_of,
+            reserved=wire_reservation(r.as_dict(), run.currency),
+            process_id=intent.process_id,
+        )
+
+    def _check_approval(self, conn: Conn, intent: Intent, run: RunRecord, now: float) -> Refusal | None:
+        row = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (intent.approval_id,)).fetchone()
+        if (
+            row is None
+            or row["run_id"] != run.run_id
+            or row["tool"] != intent.tool
+            or (row["payload_sha256"] != intent.payload_sha256 or row["spec_version"] != run.spec_version)
+        ):
+            return Refusal("approval_required", "no approval binds this exact payload", tool=intent.tool)
+        if row["status"] != ApprovalStatus.APPROVED.value:
+            return Refusal(
+                "approval_required", f"the approval is {row['status']}, not approved", approval_id=row["approval_id"]
+            )
+        if row["valid_until"] is not None and now >= row["valid_until"]:
+            conn.execute("UPDATE approvals SET status = 'expired' WHERE approval_id = ?", (row["approval_id"],))
+            self._event(conn, run.run_id, "approval_expired", now, approval_id=row["approval_id"], was="approved")
+            return Refusal(
+                "approval_expired", "the approval expired before it was used", approval_id=row["approval_id"]
+            )
+        return None
+
+    async def record_rejection(
+        self, run_id: str, *, tool: str, payload_sha256: str, refusal: Refusal, epoch: int | None, worker: str | None
+    ) -> str:
+        def tx(conn: Conn) -> str:
+            run = self._expire_if_due(conn, run_from_row(self._run_row(conn, run_id)), self._clock.now())
+            return self._reject(
+                conn,
+                run,
+                self._clock.now(),
+                tool=tool,
+                payload_sha256=payload_sha256,
+                refusal=refusal,
+                epoch=epoch,
+                worker=worker,
+            )
+
+        return await self._db.transaction(tx, durable=False)
+
+    async def settle(self, action_id: str, settlement: Settlement) -> SettleResult:
+        # A write's outcome is durable before the caller hears of it; a read's need not wait on a disk.
+        return await self._db.transaction(self._settle_tx(action_id, settlement), durable=settlement.durable)
+
+    def settle_soon(self, action_id: str, settlement: Settlement) -> None:
+        future = self._db.submit(
+            self._settle_tx(action_id, settlement, want_run=False), durable=settlement.durable, lazy=True
+        )
+        future.add_done_callback(log_if_failed(action_id))
+
+    def _settle_tx(
+        self, action_id: str, settlement: Settlement, *, want_run: bool = True
+    ) -> Callable[[Conn], SettleResult]:
+        def tx(conn: Conn) -> SettleResult:
+            now = self._clock.now()
+            row = conn.execute("SELECT * FROM actions WHERE action_id = ?", (action_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"no action {action_id}")
+            action = action_from_row(row)
+            target = ActionStatus(settlement.kind.value)
+            lifecycle.check_action_transition(action.status, target)
+            run = run_from_row(self._run_row(conn, action.run_id))
+            held = action.reserved
+            spend = calls = writes = 0
+            actual: int | None = None
+            result_sha: str | None = None
+            if settlement.kind is SettleKind.SUCCEEDED:
+                actual = settlement.actual_spend if settlement.actual_spend is not None else settlement.estimate_spend
+                spend, calls, writes = actual, held["tool_calls"], held["writes"]
+                if settlement.result is not None:
+                    result_sha = put_blob(conn, settlement.result, now)
+            elif settlement.kind is SettleKind.FAILED and settlement.sent:
+                actual = settlement.actual_spend or 0
+                spend, calls = actual, held["tool_calls"]
+            elif settlement.kind is SettleKind.FAILED:
+                actual = 0
+            release = settlement.kind is not SettleKind.UNKNOWN
+            if release:
+                conn.execute(
+                    "UPDATE runs SET spend_reserved = spend_reserved - ?, "
+                    "tool_calls_reserved = tool_calls_reserved - ?, writes_reserved = writes_reserved - ?, "
+                    "spend_spent = spend_spent + ?, tool_calls_spent = tool_calls_spent + ?, "
+                    "writes_spent = writes_spent + ?, updated_at = ? WHERE run_id = ?",
+                    (held["spend"], held["tool_calls"], held["writes"], spend, calls, writes, now, run.run_id),
+                )
+            code = settlement.code
+            if settlement.kind is SettleKind.FAILED and not settlement.sent:
+                code = code or "not_sent"
+            receipt = json.dumps(settlement.receipt, sort_keys=True) if settlement.receipt is not None else None
+            conn.execute(
+                "UPDATE actions SET status = ?, code = ?, reason = ?, receipt = ?, actual_spend = ?, "
+                "result_sha256 = ?, settled_at = ? WHERE action_id = ?",
+                (
+                    target.value,
+                    code,
+                    settlement.reason,
+                    receipt,
+                    actual,
+                    result_sha,
+                    now,
+                    action_id,
+                ),
+            )
+            intent: dict[str, Any] = {}
+            if action.effect != "write" and action.status is ActionStatus.ADMITTED:
+                # A read's only ledger entry: what was asked, under which lease, and how it ended.
+                intent = {
+                    "tool": action.tool,
+                    "effect": action.effect,
+                    "payload_sha256": action.payload_sha256,
+                    "epoch": action.epoch,
+                    "worker": action.worker,
+                    "process_id": action.process_id,
+                }
+            self._event(
+                conn,
+                run.run_id,
+                "action_settled",
+                now,
+                action_id=action_id,
+                status=target.value,
+                code=code,
+                sent=settlement.sent,
+                receipt=settlement.receipt,
+                result_sha256=result_sha,
+                actual_spend=format_money(actual, run.currency) if actual is not None else None,
+                previous=action.status.value,
+                **intent,
+            )
+            if settlement.kind is SettleKind.FAILED and not settlement.sent and action.approval_id:
+                self._restore_approval(conn, action.approval_id, run.run_id, now)
+            overrun = (
+                settlement.kind is SettleKind.SUCCEEDED
+                and settlement.max_spend is not None
+                and actual is not None
+                and actual > settlement.max_spend
+            )
+            if overrun:
+                self._event(
+                    conn,
+                    run.run_id,
+                    "budget_overrun",
+                    now,
+                    action_id=action_id,
+                    actual_spend=format_money(actual or 0, run.currency),
+                    max_spend=format_money(settlement.max_spend or 0, run.currency),
+                )
+            after_cancel = settlement.kind is SettleKind.SUCCEEDED and run.status is RunStatus.CANCELLED
+            if after_cancel:
+                self._event(
+                    conn,
+                    run.run_id,
+                    "effect_after_cancel",
+                    now,
+                    action_id=action_id,
+                    tool=action.tool,
+                    receipt=settlement.receipt,
+                )
+            # The row as updated above, as `SELECT *` would read it back (nothing else here writes it).
+            updated = replace(
+                action,
+                status=target,
+                code=code,
+                reason=settlement.reason,
+                receipt=json.loads(receipt) if receipt else None,
+                actual_spend=actual,
+                result_sha256=result_sha,
+                settled_at=float(now),
+            )
+            after = run_from_row(self._run_row(conn, action.run_id)) if want_run else None
+            return SettleResult(updated, after, overrun=overrun, after_cancel=after_cancel)
+
+        return tx
+
+    def _restore_approval(self, conn: Conn, approval_id: str, run_id: str, now: float) -> None:
+        row = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
+        if row is None or row["status"] != ApprovalStatus.USED.value:
+            return
+        still_valid = row["valid_until"] is None or now < row["valid_until"]
+        status = ApprovalStatus.APPROVED if still_valid else ApprovalStatus.EXPIRED
+        conn.execute(
+            "UPDATE approvals SET status = ?, action_id = NULL WHERE approval_id = ?", (status.value, approval_id)
+        )
+        self._event(conn, run_id, "approval_restored", now, approval_id=approval_id, status=status.value)
+
+    async def find_operation(self, lineage_id: str, operation_id: str) -> ActionRecord | None:
+        def read(conn: Conn) -> ActionRecord | None:
+            row = conn.execute(
+                "SELECT * FROM actions WHERE lineage_id = ? AND operation_id = ? AND status IN "
+                "('admitted', 'succeeded', 'unknown', 'compensated')",
+                (lineage_id, operation_id),
+            ).fetchone()
+            return action_from_row(row) if row else None
+
+        return await self._db.read(read)
+
+    async def mark_orphans_unknown(self) -> list[str]:
+        def tx(conn: Conn) -> list[str]:
+            now = self._clock.now()
+            rows = conn.execute(
+                "SELECT action_id, run_id, process_id FROM actions WHERE status = 'admitted' AND "
+                "(process_id IS NULL OR process_id != ?)",
+                (self._process_id,),
+            ).fetchall()
+            for row in rows:
+                reason = "the gateway process that dispatched it ended before its outcome was recorded"
+                conn.execute(
+                    "UPDATE actions SET status = 'unknown', code = 'outcome_unknown', reason = ? WHERE action_id = ?",
+                    (reason, row["action_id"]),
+                )
+                self._event(
+                    conn,
+                    row["run_id"],
+                    "action_settled",
+                    now,
+                    action_id=row["action_id"],
+                    status="unknown",
+                    code="outcome_unknown",
+                    previous="admitted",
+                    process_id=row["process_id"],
+                    reason=reason,
+                )
+            return [row["action_id"] for row in rows]
+
+        return await self._db.transaction(tx, durable=True)

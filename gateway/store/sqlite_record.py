@@ -1,0 +1,170 @@
+"""The SQLite store's record: actions, events, blobs, ledger verification, tool pins."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from gateway.canonical import canonical_json
+from gateway.errors import InvalidRequest, NotFound
+from gateway.store.chain import EntryRow, Head, VerifyReport, verify_run
+from gateway.store.records import (
+    ActionRecord,
+    EventRecord,
+    Page,
+    ToolPin,
+    ToolPins,
+)
+from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
+from gateway.store.sqlite_rows import (
+    action_from_row,
+    encode_cursor,
+    event_from_row,
+)
+
+
+class RecordOps(SQLiteBase):
+    # -- the record ------------------------------------------------------------------------
+    async def get_action(self, tenant: str, action_id: str) -> ActionRecord:
+        def read(conn: Conn) -> ActionRecord:
+            row = conn.execute(
+                "SELECT * FROM actions WHERE action_id = ? AND tenant = ?", (action_id, tenant)
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no action {action_id}")
+            return action_from_row(row)
+
+        return await self._db.read(read)
+
+    async def list_actions(
+        self, tenant: str, run_id: str, *, cursor: str | None = None, limit: int = 100
+    ) -> Page[ActionRecord]:
+        after = cursor_after(cursor)
+
+        def read(conn: Conn) -> Page[ActionRecord]:
+            self._run_row(conn, run_id, tenant)
+            rows = conn.execute(
+                "SELECT * FROM actions WHERE run_id = ? AND tenant = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (run_id, tenant, after, limit + 1),
+            ).fetchall()
+            more = len(rows) > limit
+            rows = rows[:limit]
+            return Page([action_from_row(r) for r in rows], encode_cursor(rows[-1]["seq"]) if more else None)
+
+        return await self._db.read(read)
+
+    async def list_events(self, tenant: str, run_id: str, *, after: int = 0, limit: int = 100) -> list[EventRecord]:
+        def read(conn: Conn) -> list[EventRecord]:
+            self._run_row(conn, run_id, tenant)
+            rows = conn.execute(
+                "SELECT * FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?", (run_id, after, limit)
+            ).fetchall()
+            return [event_from_row(r) for r in rows]
+
+        return await self._db.read(read)
+
+    async def get_blob(self, sha256: str) -> Any:
+        def read(conn: Conn) -> Any:
+            row = conn.execute("SELECT body FROM blobs WHERE sha256 = ?", (sha256,)).fetchone()
+            return json.loads(row["body"]) if row else None
+
+        return await self._db.read(read)
+
+    async def verify_ledger(self, tenant: str | None = None) -> VerifyReport:
+        def read(conn: Conn) -> VerifyReport:
+            if tenant is None:
+                run_ids = [r[0] for r in conn.execute("SELECT run_id FROM runs ORDER BY seq")]
+            else:
+                run_ids = [
+                    r[0] for r in conn.execute("SELECT run_id FROM runs WHERE tenant = ? ORDER BY seq", (tenant,))
+                ]
+            total = 0
+            for run_id in run_ids:
+                rows = (
+                    EntryRow(r["run_id"], r["seq"], r["type"], r["body"], r["prev_hash"], r["hash"])
+                    for r in conn.execute("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
+                )
+                h = conn.execute("SELECT * FROM chain_heads WHERE run_id = ?", (run_id,)).fetchone()
+                head = Head(h["run_id"], h["seq"], h["hash"], h["mac"]) if h else None
+                count, bad = verify_run(run_id, rows, head, self._key)
+                total += count
+                if bad is not None:
+                    return VerifyReport(ok=False, runs=len(run_ids), entries=total, first_bad=bad)
+            return VerifyReport(ok=True, runs=len(run_ids), entries=total, first_bad=None)
+
+        return await self._db.read(read)
+
+    # -- tool pins -------------------------------------------------------------------------
+    async def tool_pins(self) -> ToolPins:
+        def read(conn: Conn) -> ToolPins:
+            pins = {r["tool"]: _pin_from_row(r) for r in conn.execute("SELECT * FROM tool_pins")}
+            adapters = frozenset(r[0] for r in conn.execute("SELECT adapter FROM tool_pin_adapters"))
+            return ToolPins(pins, adapters)
+
+        return await self._db.read(read)
+
+    async def pin_first_use(self, adapter: str, pins: Sequence[ToolPin]) -> bool:
+        def tx(conn: Conn) -> bool:
+            now = self._clock.now()
+            done = conn.execute("SELECT 1 FROM tool_pin_adapters WHERE adapter = ?", (adapter,)).fetchone()
+            if done is not None:
+                return False
+            conn.execute("INSERT INTO tool_pin_adapters (adapter, first_pinned_at) VALUES (?, ?)", (adapter, now))
+            for pin in pins:
+                conn.execute(
+                    "INSERT OR IGNORE INTO tool_pins (tool, adapter, definition_sha256, definition, pinned_by, "
+                    "pinned_at, previous_sha256) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                    (pin.tool, adapter, pin.definition_sha256, _definition_json(pin), "first_use", now),
+                )
+            return True
+
+        return await self._db.transaction(tx, durable=True)
+
+    async def accept_tool_pin(self, pin: ToolPin, *, replaces: str | None) -> ToolPin:
+        def tx(conn: Conn) -> ToolPin:
+            now = self._clock.now()
+            row = conn.execute("SELECT definition_sha256 FROM tool_pins WHERE tool = ?", (pin.tool,)).fetchone()
+            current = row["definition_sha256"] if row is not None else None
+            if current == pin.definition_sha256:
+                return _pin_from_row(conn.execute("SELECT * FROM tool_pins WHERE tool = ?", (pin.tool,)).fetchone())
+            if current != replaces:
+                raise InvalidRequest(
+                    f"the pin of {pin.tool} changed meanwhile", code="payload_mismatch", pinned_sha256=current
+                ).with_status(409)
+            conn.execute(
+                "INSERT INTO tool_pins (tool, adapter, definition_sha256, definition, pinned_by, pinned_at, "
+                "previous_sha256) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tool) DO UPDATE SET "
+                "adapter = excluded.adapter, definition_sha256 = excluded.definition_sha256, "
+                "definition = excluded.definition, pinned_by = excluded.pinned_by, pinned_at = excluded.pinned_at, "
+                "previous_sha256 = excluded.previous_sha256",
+                (
+                    pin.tool,
+                    pin.adapter,
+                    pin.definition_sha256,
+                    _definition_json(pin),
+                    pin.pinned_by,
+                    now,
+                    current,
+                ),
+            )
+            return _pin_from_row(conn.execute("SELECT * FROM tool_pins WHERE tool = ?", (pin.tool,)).fetchone())
+
+        return await self._db.transaction(tx, durable=True)
+
+
+def _definition_json(pin: ToolPin) -> str:
+    return canonical_json(pin.definition).decode()
+
+
+def _pin_from_row(row: sqlite3.Row) -> ToolPin:
+    return ToolPin(
+        tool=row["tool"],
+        adapter=row["adapter"],
+        definition_sha256=row["definition_sha256"],
+        definition=json.loads(row["definition"]),
+        pinned_by=row["pinned_by"],
+        pinned_at=row["pinned_at"],
+        previous_sha256=row["previous_sha256"],
+    )
