@@ -79,7 +79,7 @@ class CallResult:
 
 
 class Gate:
-    def __init__(self, store: Store, catalog: Catalog, clock: Clock, *, tenant_of_key: bool = True) -> None:
+    def __init__(self, store: Store, catalog: Catalog, clock: Clock) -> None:
         self.store = store
         self.catalog = catalog
         self.clock = clock

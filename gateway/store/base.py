@@ -142,10 +142,6 @@ class Store(abc.ABC):
 
     # -- the gate --------------------------------------------------------------------------
     @abc.abstractmethod
-    async def precheck(self, run_id: str, facts: CallFacts) -> Refusal | None:
-        """Would step 6 admit this call now? Reads only; decides nothing for good."""
-
-    @abc.abstractmethod
     async def admit(self, intent: Intent, facts: CallFacts) -> AdmitResult:
         """Gate step 6: status, deadline, epoch, lease expiry, budget, approval, intent: ONE transaction.
 

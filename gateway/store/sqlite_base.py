@@ -127,9 +127,6 @@ class SQLiteBase:
         if rows:
             self._settle_waiting(conn, run_id, now, "gateway")
 
-    def _snapshot(self, conn: Conn, run_id: str) -> RunSnapshot:
-        return run_from_row(self._run_row(conn, run_id)).snapshot()
-
     def _reject(
         self,
         conn: Conn,

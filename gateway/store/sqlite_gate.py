@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from gateway.domain import lifecycle
-from gateway.domain.admission import CallFacts, call_refusal, lease_refusal, refusal_for
+from gateway.domain.admission import CallFacts, call_refusal, lease_refusal
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.units import format_money
 from gateway.errors import NotFound, Refusal
@@ -32,12 +32,6 @@ from gateway.store.sqlite_rows import (
 
 
 class GateOps(SQLiteBase):
-    async def precheck(self, run_id: str, facts: CallFacts) -> Refusal | None:
-        def read(conn: Conn) -> Refusal | None:
-            return refusal_for(self._snapshot(conn, run_id), facts, self._clock.now())
-
-        return await self._db.read(read)
-
     async def admit(self, intent: Intent, facts: CallFacts) -> AdmitResult:
         def tx(conn: Conn) -> AdmitResult:
             now = self._clock.now()
