@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import socket
 import sqlite3
 from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass, field
@@ -78,6 +79,14 @@ CONTRACT: dict[str, Any] = {
         "constraints": {"t__constrained": "args.to.endsWith('@acme.example')"},
     },
 }
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now (for a server a test is about to start)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def contract(**changes: Any) -> dict[str, Any]:

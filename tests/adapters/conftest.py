@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ import pytest
 from anyio.abc import Process
 
 from gateway.adapters.mcp import McpAdapter, McpAdapterConfig
+from tests.harness import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "examples" / "mcp_files_server.py"
@@ -107,13 +107,6 @@ async def stdio_adapter(notebook: Notebook) -> AsyncIterator[McpAdapter]:
         yield adapter
     finally:
         await adapter.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class HttpServer:

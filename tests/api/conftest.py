@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.config import load_settings
 from gateway.service import Gateway
+from tests.harness import free_port
 
 KEYS = {
     "ops": ("acme", "admin"),
@@ -70,13 +70,6 @@ def shop_adapter(effects: list[dict[str, Any]]) -> PythonAdapter:
     return shop
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[Api]:
     policy = tmp_path / "policy.yaml"
@@ -96,7 +89,7 @@ async def api(tmp_path: Path) -> AsyncIterator[Api]:
     clock = ManualClock()
     effects: list[dict[str, Any]] = []
     app = create_app(settings, clock=clock, extra_adapters=[shop_adapter(effects)])
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     import asyncio
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,21 +13,16 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.harness import free_port
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def config(tmp_path: Path) -> tuple[Path, int, dict[str, str]]:
-    port = _free_port()
+    port = free_port()
     path = tmp_path / "warrant.yaml"
     path.write_text(
         f"database: sqlite:///{tmp_path}/w.db\n"
@@ -87,7 +81,7 @@ def test_a_second_serve_on_the_same_sqlite_file_is_refused_at_start_up(
     procs.append(first)
     assert _wait_healthy(port, first)["status"] == "ok"
     other = path.with_name("other.yaml")
-    other.write_text(path.read_text().replace(f"port: {port}", f"port: {_free_port()}"))
+    other.write_text(path.read_text().replace(f"port: {port}", f"port: {free_port()}"))
     second = _serve(other, env)
     procs.append(second)
     assert second.wait(20) == 2

@@ -20,7 +20,8 @@ from starlette.types import Receive, Scope, Send
 from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.config import load_settings
-from tests.api.conftest import CONTRACT, KEYS, Api, _free_port, api  # noqa: F401 - the same real server
+from tests.api.conftest import CONTRACT, KEYS, Api, api  # noqa: F401 - the same real server
+from tests.harness import free_port
 from tests.interop.conformance_tools import POLICY_YAML, TOOLS, ConformanceAdapter
 from tests.interop.nodejs import require_node_modules
 
@@ -60,7 +61,7 @@ async def conformance_api(tmp_path: Path) -> AsyncIterator[Api]:
     env = {f"KEY_{name.upper()}": f"key-{name}" for name in KEYS} | {"WARRANT_LEDGER_KEY": "test-ledger-key"}
     clock = ManualClock()
     app = create_app(load_settings(config, env), clock=clock, extra_adapters=[ConformanceAdapter()])
-    port = _free_port()
+    port = free_port()
     stop = await _serve(app, port)
     try:
         yield Api(f"http://127.0.0.1:{port}", clock, [], app)
@@ -121,7 +122,7 @@ async def bearer_proxy() -> AsyncIterator[Callable[[str, str], Awaitable[BearerP
     async def start(upstream: str, token: str) -> BearerProxy:
         proxy = BearerProxy(upstream, token)
         proxies.append(proxy)
-        port = _free_port()
+        port = free_port()
         stops.append(await _serve(proxy, port, lifespan="off"))
         proxy.url = f"http://127.0.0.1:{port}"
         return proxy
