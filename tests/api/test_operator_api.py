@@ -287,3 +287,38 @@ async def test_deadline_passed_expires_the_run(api: Api) -> None:
         r = await c.post(f"/api/runs/{run['run_id']}/pause", json={})
     assert r.status_code == 409
     assert r.json()["error"]["code"] == "run_expired"
+
+
+async def test_a_contract_may_forbid_its_creator_from_deciding_its_approvals(api: Api) -> None:
+    async def approval_for(forbid: bool) -> str:
+        run = await create_run(api, key="ops", forbid_creator_approval=forbid)
+        grant = await lease(api, run["run_id"], key="op")
+        result = await api.gateway.gate.call(grant["token"], "shop__order", {"to": "x@example.com"})
+        assert result.structured is not None
+        approval_id: str = result.structured["error"]["approval_id"]
+        return approval_id
+
+    forbidden, allowed = await approval_for(True), await approval_for(False)
+    async with api.client("ops") as c:
+        refused = await c.post(f"/api/approvals/{forbidden}/approve", json={})
+        accepted = await c.post(f"/api/approvals/{allowed}/approve", json={})
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+    assert accepted.status_code == 200
+
+
+async def test_a_worker_key_may_lease_only_the_runs_that_name_it(api: Api) -> None:
+    other = await create_run(api, workers=["someone-else"])
+    mine = await create_run(api, workers=["wrk"])
+    async with api.client("wrk") as c:
+        refused = await c.post(f"/api/runs/{other['run_id']}/lease", json={"worker": "w"})
+        granted = await c.post(f"/api/runs/{mine['run_id']}/lease", json={"worker": "w"})
+    assert refused.status_code == 404 and refused.json()["error"]["code"] == "not_found"
+    assert granted.status_code == 201
+
+
+async def test_a_body_over_the_limit_is_413_and_creates_nothing(api: Api) -> None:
+    async with api.client("ops") as c:
+        r = await c.post("/api/runs", content=b'{"goal": "' + b"x" * (1 << 20) + b'"}')
+        listed = (await c.get("/api/runs")).json()["items"]
+    assert r.status_code == 413 and r.json()["error"]["code"] == "payload_too_large"
+    assert listed == []
