@@ -18,8 +18,11 @@ from gateway.config import ApiKey
 from gateway.gate import Gate
 from gateway.pins import Pins
 from gateway.reconcile import reconcile_run
+from gateway.domain.lifecycle import ActionStatus
+from gateway.domain.units import parse_money
+from gateway.errors import Conflict, InvalidRequest
 from gateway.store.base import Store
-from gateway.store.records import Principal, RunRecord
+from gateway.store.records import ActionRecord, Principal, RunRecord, SettleKind, Settlement
 
 log = logging.getLogger("warrant.service")
 
@@ -63,3 +66,62 @@ class Gateway:
     async def reconcile(self, principal: Principal, run_id: str) -> int:
         await self.store.get_run(principal.tenant, run_id)
         return len(await reconcile_run(self.store, self.catalog, principal.tenant, run_id))
+
+    async def resolve(
+        self,
+        principal: Principal,
+        action_id: str,
+        status: str,
+        evidence: str,
+        *,
+        receipt_id: str | None = None,
+        actual_spend: str | None = None,
+    ) -> ActionRecord:
+        """An operator settles an `unknown` action that no lookup can, with the evidence recorded.
+
+        `succeeded`: it happened (a later retry of its operation answers the recorded result);
+        `failed`: it did not happen (the reservation is released; the operation may be tried again).
+        The evidence and who gave it are the action's receipt and reason, so they enter the ledger.
+
+        Raises: NotFound (another tenant's action too), Conflict `invalid_transition` when the
+        action is not `unknown`, InvalidRequest for a bad amount.
+        """
+        action = await self.store.get_action(principal.tenant, action_id)
+        kind = SettleKind.SUCCEEDED if status == "succeeded" else SettleKind.FAILED
+        if action.status is not ActionStatus.UNKNOWN:
+            # Only an unknown outcome is an operator's to settle: an action in flight settles
+            # with its real outcome, and a settled one stays as recorded.
+            raise Conflict(
+                f"action {action_id} is {action.status.value}; only an unknown action can be resolved",
+                code="invalid_transition",
+                status=action.status.value,
+                target=kind.value,
+            )
+        run = await self.store.get_run(principal.tenant, action.run_id)
+        spec = self.catalog.get(action.tool)
+        spend: int | None = None
+        if actual_spend is not None:
+            try:
+                spend = parse_money(actual_spend, run.currency)
+            except ValueError as exc:
+                raise InvalidRequest(f"actual_spend: {exc}", code="invalid_request") from None
+        receipt = {"resolved_by": principal.name, "evidence": evidence, "status": kind.value}
+        if receipt_id is not None:
+            receipt["id"] = receipt_id
+        text = f"{kind.value}, as resolved by {principal.name}: {evidence}"
+        settlement = Settlement(
+            kind=kind,
+            sent=True,
+            code=None if kind is SettleKind.SUCCEEDED else "upstream_failed",
+            reason=f"resolved by an operator: {text}",
+            receipt=receipt,
+            result={"content": [{"type": "text", "text": text}], "structured": {"receipt": receipt}}
+            if kind is SettleKind.SUCCEEDED
+            else None,
+            actual_spend=spend,
+            estimate_spend=spec.cost_spend if spec is not None else action.reserved.get("spend", 0),
+            max_spend=None,
+        )
+        log.info("action %s resolved %s by %s", action_id, kind.value, principal.name)
+        return (await self.store.settle(action_id, settlement)).action
+

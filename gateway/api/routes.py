@@ -10,7 +10,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
@@ -125,6 +125,14 @@ class ControlBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     reason: str | None = Field(None, max_length=2000)
     hard: bool = False
+
+
+class ResolveBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    status: Literal["succeeded", "failed"]
+    evidence: str = Field(min_length=1, max_length=4000)
+    receipt_id: str | None = Field(None, min_length=1, max_length=256)
+    actual_spend: str | None = Field(None, max_length=32)
 
 
 class DecisionBody(BaseModel):
@@ -261,6 +269,21 @@ async def reconcile_run(request: Request, principal: Principal, gateway: Gateway
     return JSONResponse({"run_id": run.run_id, "settled": settled, "run": run_view(run, gateway.clock.now())})
 
 
+@endpoint("actions.resolve")
+async def resolve_action(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    body = await read_model(request, ResolveBody)
+    action = await gateway.resolve(
+        principal,
+        request.path_params["action_id"],
+        body.status,
+        body.evidence,
+        receipt_id=body.receipt_id,
+        actual_spend=body.actual_spend,
+    )
+    run = await gateway.store.get_run(principal.tenant, action.run_id)
+    return JSONResponse(action_view(action, run.currency))
+
+
 # -- approvals -------------------------------------------------------------------------------
 @endpoint("approvals.read")
 async def list_approvals(request: Request, principal: Principal, gateway: Gateway) -> Response:
@@ -352,5 +375,5 @@ routes = [
     Route("/api/runs/{run_id}/usage", not_yet("usage", "time and the watchdog"), methods=["POST"]),
     Route("/api/runs/{run_id}/recovery", not_yet("recovery", "progress and recovery"), methods=["GET"]),
     Route("/api/runs/{run_id}/report", not_yet("report", "time and the watchdog"), methods=["GET"]),
-    Route("/api/actions/{action_id}/resolve", not_yet("resolve", "HTTP adapters"), methods=["POST"]),
+    Route("/api/actions/{action_id}/resolve", resolve_action, methods=["POST"]),
 ]

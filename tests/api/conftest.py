@@ -67,6 +67,13 @@ def shop_adapter(effects: list[dict[str, Any]]) -> PythonAdapter:
         effects.append(args)
         return {"id": f"order-{len(effects)}"}
 
+    @shop.tool(input_schema={"type": "object", "properties": {"card": {"type": "string"}}, "required": ["card"]})
+    async def charge(args: dict[str, Any], call: Any) -> dict[str, Any]:
+        effects.append(args)
+        if args["card"] == "lost":  # the request left, the answer did not come back: unknown
+            raise ConnectionResetError("connection reset after the request was sent")
+        return {"id": f"charge-{len(effects)}"}
+
     return shop
 
 
@@ -77,6 +84,7 @@ async def api(tmp_path: Path) -> AsyncIterator[Api]:
         "tools:\n"
         "  shop__find: {effect: read}\n"
         "  shop__order: {effect: write, cost: {spend: '0.10'}, approval: {role: approver}}\n"
+        "  shop__charge: {effect: write, cost: {spend: '0.20'}}\n"
     )
     keys = "\n".join(
         f"  - {{name: {name}, tenant: {tenant}, roles: [{role}], key_env: KEY_{name.upper()}}}"
