@@ -15,12 +15,12 @@ from gateway.adapters.base import Adapter
 from gateway.catalog import Catalog
 from gateway.clock import Clock
 from gateway.config import ApiKey
-from gateway.gate import Gate
-from gateway.pins import Pins
-from gateway.reconcile import reconcile_run
 from gateway.domain.lifecycle import ActionStatus
 from gateway.domain.units import parse_money
 from gateway.errors import Conflict, InvalidRequest
+from gateway.gate import Gate
+from gateway.pins import Pins
+from gateway.reconcile import reconcile_run
 from gateway.store.base import Store
 from gateway.store.records import ActionRecord, Principal, RunRecord, SettleKind, Settlement
 

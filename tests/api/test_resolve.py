@@ -36,7 +36,11 @@ async def test_resolved_succeeded_keeps_the_evidence_and_a_retry_returns_the_rec
     async with api.client("op") as c:
         r = await c.post(
             f"/api/actions/{action_id}/resolve",
-            json={"status": "succeeded", "evidence": "charge ch_42 seen in the processor's dashboard", "receipt_id": "ch_42"},
+            json={
+                "status": "succeeded",
+                "evidence": "charge ch_42 seen in the processor's dashboard",
+                "receipt_id": "ch_42",
+            },
         )
         assert r.status_code == 200, r.text
         action = r.json()
