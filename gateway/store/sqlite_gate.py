@@ -321,6 +321,19 @@ class GateOps(SQLiteBase):
                     tool=action.tool,
                     receipt=settlement.receipt,
                 )
+            if code == "upstream_unauthorized":
+                # The destination refused the gateway's own credentials: every later call will fail
+                # the same way until someone fixes them. Operators are told, not only the agent.
+                self._event(
+                    conn,
+                    run.run_id,
+                    "alert",
+                    now,
+                    kind="upstream_unauthorized",
+                    action_id=action_id,
+                    tool=action.tool,
+                    message=settlement.reason,
+                )
             # The row as updated above, as `SELECT *` would read it back (nothing else here writes it).
             updated = replace(
                 action,

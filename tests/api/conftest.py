@@ -11,7 +11,7 @@ import httpx
 import pytest
 import uvicorn
 
-from gateway.adapters.python import PythonAdapter
+from gateway.adapters.python import PythonAdapter, ToolFailed
 from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.config import load_settings
@@ -72,6 +72,8 @@ def shop_adapter(effects: list[dict[str, Any]]) -> PythonAdapter:
         effects.append(args)
         if args["card"] == "lost":  # the request left, the answer did not come back: unknown
             raise ConnectionResetError("connection reset after the request was sent")
+        if args["card"] == "revoked":  # the destination refuses the gateway's own credentials
+            raise ToolFailed("401 from the processor", code="upstream_unauthorized")
         return {"id": f"charge-{len(effects)}"}
 
     return shop

@@ -107,3 +107,16 @@ async def test_only_an_unknown_action_can_be_resolved_and_only_by_a_role_that_ma
     async with api.client("aud") as c:
         actions = (await c.get(f"/api/runs/{run['run_id']}/actions")).json()["items"]
     assert [a["status"] for a in actions if a["action_id"] == action_id] == ["unknown"]  # nothing changed
+
+
+async def test_a_destination_refusing_the_gateways_credentials_raises_an_alert(api: Api) -> None:
+    run = await create_run(api)
+    grant = await lease(api, run["run_id"])
+    result = await api.gateway.gate.call(grant["token"], "shop__charge", {"card": "revoked"})
+    assert code_of(result) == "upstream_unauthorized"
+    async with api.client("aud") as c:
+        events = (await c.get(f"/api/runs/{run['run_id']}/events")).json()["items"]
+    alerts = [e["data"] for e in events if e["type"] == "alert"]
+    assert [(a["kind"], a["tool"], a["action_id"]) for a in alerts] == [
+        ("upstream_unauthorized", "shop__charge", result.meta["warrant/action_id"])
+    ]
