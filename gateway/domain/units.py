@@ -8,7 +8,7 @@ units (420). Floats are refused: 0.1 + 0.2 is not a budget. Durations are writte
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
 
 # ISO 4217 currencies without minor units; every other currency is taken to have two.
 _ZERO_DECIMAL = frozenset({"JPY", "KRW", "VND", "CLP", "ISK", "UGX", "XAF", "XOF", "PYG", "RWF"})
@@ -51,6 +51,25 @@ def parse_money(value: object, currency: str = "USD") -> int:
     if minor != minor.to_integral_value():
         raise ValueError(f"{text!r} has more decimals than {currency} has minor units ({exponent})")
     return int(minor)
+
+
+def reported_money(value: object, currency: str = "USD") -> int:
+    """A cost a destination reported (a decimal string or number) to minor units, rounded UP.
+
+    Destinations bill in fractions of a cent ("0.0125"); a budget must never undercount, so a
+    fraction of a minor unit counts as a whole one. A float is taken through its shortest text
+    form (a JSON number arrives as one). Raises ValueError for anything not a non-negative amount.
+    """
+    if isinstance(value, float):
+        text = repr(value)
+    elif isinstance(value, (str, int)) and not isinstance(value, bool):
+        text = str(value).strip()
+    else:
+        raise ValueError("a cost must be a decimal amount")
+    if not _MONEY.fullmatch(text):
+        raise ValueError(f"{text!r} is not a non-negative decimal amount")
+    minor = Decimal(text).scaleb(currency_exponent(currency))
+    return int(minor.to_integral_value(rounding=ROUND_CEILING))
 
 
 def format_money(minor: int, currency: str = "USD") -> str:

@@ -7,6 +7,7 @@ from gateway.domain.units import (
     format_money,
     parse_duration,
     parse_money,
+    reported_money,
 )
 
 
@@ -123,3 +124,17 @@ def test_a_duration_beyond_the_maximum_is_refused() -> None:
 @pytest.mark.parametrize("seconds", [1, 59, 60, 90, 3600, 5400, 86400, 93784, 259200])
 def test_durations_round_trip_through_their_written_form(seconds: int) -> None:
     assert parse_duration(format_duration(seconds)) == seconds
+
+
+@pytest.mark.parametrize(
+    ("value", "currency", "minor"),
+    [("0.05", "USD", 5), ("0.0125", "USD", 2), (0.01, "USD", 1), (3, "USD", 300), ("12.5", "JPY", 13), ("0", "USD", 0)],
+)
+def test_a_reported_cost_becomes_minor_units_rounded_up(value: object, currency: str, minor: int) -> None:
+    assert reported_money(value, currency) == minor
+
+
+@pytest.mark.parametrize("value", ["-0.01", "abc", "", True, None, [1], "1e3", float("nan")])
+def test_a_reported_cost_that_is_not_an_amount_is_refused(value: object) -> None:
+    with pytest.raises(ValueError):
+        reported_money(value)
