@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sqlite3
+from collections.abc import Iterator
 from typing import Any
 
 from gateway.clock import Clock
@@ -21,12 +23,17 @@ from gateway.store.records import (
 )
 from gateway.store.sqlite_db import Database
 from gateway.store.sqlite_rows import (
+    RUN_STATE_COLUMNS,
+    Chain,
+    RunState,
     append_event,
     decode_cursor,
     run_from_row,
+    run_state,
 )
 
 Conn = sqlite3.Connection
+_RUN_STATE_SQL = f"SELECT {RUN_STATE_COLUMNS} FROM runs WHERE run_id = ?"
 
 
 def default_process_id() -> str:
@@ -41,6 +48,10 @@ class SQLiteBase:
         self._clock = clock
         self._key = ledger_key
         self._process_id = process_id or default_process_id()
+        # Chains a transaction holds open (database thread only): `_event` appends to them, and
+        # their holder writes the head with its own update of the run row.
+        self._chains: dict[str, Chain] = {}
+        self._bodies = KnownBodies()
 
     @property
     def process_id(self) -> str:
@@ -54,7 +65,32 @@ class SQLiteBase:
 
     # -- helpers (database thread) ---------------------------------------------------------
     def _event(self, conn: Conn, run_id: str, type_: str, now: float, **data: Any) -> None:
-        append_event(conn, self._key, run_id, type_, now, data)
+        chain = self._chains.get(run_id)
+        if chain is not None:
+            chain.append(conn, type_, now, data)
+        else:
+            append_event(conn, self._key, run_id, type_, now, data)
+
+    @contextlib.contextmanager
+    def _holding(self, chain: Chain) -> Iterator[Chain]:
+        """Route this run's entries to `chain` until the block ends; the block writes its head."""
+        assert chain.run_id not in self._chains, "one holder per run's chain"
+        self._chains[chain.run_id] = chain
+        try:
+            yield chain
+        finally:
+            del self._chains[chain.run_id]
+
+    def _run_state(self, conn: Conn, run_id: str, now: float) -> RunState:
+        """The run as gate step 6 decides on it, expired first when its deadline has passed."""
+        row = conn.execute(_RUN_STATE_SQL, (run_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no run {run_id}")
+        state = run_state(row)
+        if not state.snapshot.status.terminal and now >= state.snapshot.deadline:
+            self._expire_if_due(conn, run_from_row(self._run_row(conn, run_id)), now)
+            state = run_state(conn.execute(_RUN_STATE_SQL, (run_id,)).fetchone())
+        return state
 
     @staticmethod
     def _run_row(conn: Conn, run_id: str, tenant: str | None = None) -> sqlite3.Row:
@@ -186,3 +222,30 @@ def wire_reservation(reserved: dict[str, int], currency: str) -> dict[str, Any]:
     return {
         dim: (format_money(v, currency) if dim == "spend" else v) for dim, v in reserved.items() if dim in DIMENSIONS
     }
+
+
+class KnownBodies:
+    """Payload hashes whose bodies this process has seen committed: a hint, never a check.
+
+    A read whose payload body is known to be stored already skips encoding and inserting it again.
+    Bounded (oldest forgotten first) and filled only after a commit, on the event loop. A hash
+    wrongly remembered can only cost a body, never a decision: nothing decides on it, and the
+    insert it skips is `INSERT OR IGNORE`. Whatever purges bodies must `forget` them here.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._known: dict[str, None] = {}
+
+    def __contains__(self, sha256: object) -> bool:
+        return sha256 in self._known
+
+    def add(self, sha256: str) -> None:
+        if sha256 in self._known:
+            return
+        if len(self._known) >= self._size:
+            del self._known[next(iter(self._known))]
+        self._known[sha256] = None
+
+    def forget(self, sha256: str) -> None:
+        self._known.pop(sha256, None)

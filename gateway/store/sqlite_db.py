@@ -34,7 +34,7 @@ from gateway.errors import ConfigError, StoreError
 T = TypeVar("T")
 log = logging.getLogger("warrant.store")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_S = 30.0
 LAZY_DELAY = 0.005  # seconds a lazy transaction may wait for a batch to join
 
@@ -289,9 +289,20 @@ def _translate(exc: Exception) -> Exception:
 
 
 def _statements(script: str) -> list[str]:
-    """Split a migration into statements. Migrations keep `--` and `;` out of string literals."""
-    lines = [line.split("--", 1)[0] for line in script.splitlines()]
-    return [part.strip() for part in "\n".join(lines).split(";") if part.strip()]
+    """Split a migration into statements (a trigger's body, `;` and all, stays one).
+
+    Migrations keep `--` out of string literals.
+    """
+    statements: list[str] = []
+    pending = ""
+    for line in script.splitlines():
+        pending += line.split("--", 1)[0] + "\n"
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip().rstrip(";").strip())
+            pending = ""
+    if pending.strip():
+        raise StoreError(f"a migration ends inside a statement: {pending.strip()[:80]!r}")
+    return [s for s in statements if s]
 
 
 def sqlite_path(url: str) -> str:

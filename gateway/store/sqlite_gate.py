@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from gateway.domain import lifecycle
-from gateway.domain.admission import CallFacts, call_refusal, lease_refusal
+from gateway.domain.admission import CallFacts, RunSnapshot, call_refusal, lease_refusal
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.units import format_money
 from gateway.errors import NotFound, Refusal
@@ -18,27 +18,44 @@ from gateway.store.records import (
     ActionRecord,
     ApprovalStatus,
     Intent,
-    RunRecord,
     SettleKind,
     Settlement,
     SettleResult,
 )
 from gateway.store.sqlite_base import Conn, SQLiteBase, wire_reservation
 from gateway.store.sqlite_rows import (
+    ACTION_COLUMNS,
+    Chain,
     action_from_row,
+    action_from_tuple,
     put_blob,
     run_from_row,
+)
+
+_OUTCOME = "status = ?, code = ?, reason = ?, receipt = ?, actual_spend = ?, result_sha256 = ?, settled_at = ?"
+_SETTLE_ADMITTED = (
+    f"UPDATE actions SET {_OUTCOME} WHERE action_id = ? AND status = 'admitted' RETURNING {ACTION_COLUMNS}"
+)
+_SETTLE_ANY = f"UPDATE actions SET {_OUTCOME} WHERE action_id = ?"
+_SETTLE_RUN = "SELECT status, currency, head_seq, head_hash FROM runs WHERE run_id = ?"
+_RELEASE = (
+    "spend_reserved = spend_reserved - ?, tool_calls_reserved = tool_calls_reserved - ?, "
+    "writes_reserved = writes_reserved - ?, spend_spent = spend_spent + ?, tool_calls_spent = tool_calls_spent + ?, "
+    "writes_spent = writes_spent + ?, updated_at = ?, "
 )
 
 
 class GateOps(SQLiteBase):
     async def admit(self, intent: Intent, facts: CallFacts) -> AdmitResult:
+        # A read's payload body this process already stored is not encoded and offered again.
+        store_body = intent.effect == "write" or intent.payload_sha256 not in self._bodies
+
         def tx(conn: Conn) -> AdmitResult:
             now = self._clock.now()
-            run = self._expire_if_due(conn, run_from_row(self._run_row(conn, intent.run_id)), now)
-            snapshot = run.snapshot()
+            state = self._run_state(conn, intent.run_id, now)
+            run = state.snapshot
             # Step 1's refusals come before any replay: a dead lease learns nothing about operations.
-            refusal = lease_refusal(snapshot, facts.epoch, now)
+            refusal = lease_refusal(run, facts.epoch, now)
             if refusal is None and intent.spec_version is not None and intent.spec_version != run.spec_version:
                 return Stale(run.spec_version)
             if refusal is None and intent.operation_id is not None:
@@ -50,7 +67,7 @@ class GateOps(SQLiteBase):
                 if holder is not None:
                     return Held(action_from_row(holder))
             if refusal is None:
-                refusal = call_refusal(snapshot, facts, now)
+                refusal = call_refusal(run, facts, now)
             if refusal is None and intent.approval_id is not None:
                 refusal = self._check_approval(conn, intent, run, now)
             if refusal is not None:
@@ -68,7 +85,8 @@ class GateOps(SQLiteBase):
                 return Refused(refusal, action_id)
             action_id = new_id("act")
             r = intent.reservation
-            put_blob(conn, intent.payload, now)
+            if store_body:
+                put_blob(conn, intent.payload, now)
             conn.execute(
                 "INSERT INTO actions (action_id, run_id, tenant, lineage_id, tool, effect, operation_id, "
                 "payload_sha256, idempotency_key, status, epoch, worker, approval_id, repeat_of, reserved_spend, "
@@ -95,22 +113,28 @@ class GateOps(SQLiteBase):
                     now,
                 ),
             )
-            # Every admitted call renews the lease.
-            conn.execute(
-                "UPDATE runs SET spend_reserved = spend_reserved + ?, tool_calls_reserved = tool_calls_reserved + ?, "
-                "writes_reserved = writes_reserved + ?, lease_expires_at = ? WHERE run_id = ?",
-                (r.spend, r.tool_calls, r.writes, now + run.lease_ttl, run.run_id),
-            )
             if intent.approval_id is not None:
                 conn.execute(
                     "UPDATE approvals SET status = 'used', action_id = ? WHERE approval_id = ?",
                     (action_id, intent.approval_id),
                 )
+            # Every admitted call renews the lease. A read's one ledger entry is written when it
+            # settles (it changes nothing outside); a write's intent is chained here, its head
+            # moved by the same update of the run row.
+            head = ""
+            head_params: tuple[Any, ...] = ()
             if intent.effect == "write":
-                # A read's one ledger entry is written when it settles: it changes nothing outside.
-                self._admitted_event(conn, run, action_id, intent, now)
+                chain = Chain(self._key, run.run_id, state.head_seq, state.head_hash)
+                with self._holding(chain):
+                    self._admitted_event(conn, run, action_id, intent, now)
+                head, head_params = ", " + Chain.head_sql, chain.head_params()
+            conn.execute(
+                "UPDATE runs SET spend_reserved = spend_reserved + ?, tool_calls_reserved = tool_calls_reserved + ?, "
+                f"writes_reserved = writes_reserved + ?, lease_expires_at = ?{head} WHERE run_id = ?",
+                (r.spend, r.tool_calls, r.writes, now + state.lease_ttl, *head_params, run.run_id),
+            )
             reserved = r.as_dict()
-            remaining = snapshot.remaining(now)
+            remaining = run.remaining(now)
             # The row just inserted, as `SELECT *` would read it back (REAL created_at as float).
             return Admitted(
                 ActionRecord(
@@ -142,9 +166,12 @@ class GateOps(SQLiteBase):
                 currency=run.currency,
             )
 
-        return await self._db.transaction(tx, durable=intent.effect == "write")
+        admitted = await self._db.transaction(tx, durable=intent.effect == "write")
+        if store_body and isinstance(admitted, Admitted):
+            self._bodies.add(intent.payload_sha256)  # committed: the body is stored
+        return admitted
 
-    def _admitted_event(self, conn: Conn, run: RunRecord, action_id: str, intent: Intent, now: float) -> None:
+    def _admitted_event(self, conn: Conn, run: RunSnapshot, action_id: str, intent: Intent, now: float) -> None:
         r = intent.reservation
         self._event(
             conn,
@@ -164,7 +191,7 @@ class GateOps(SQLiteBase):
             process_id=intent.process_id,
         )
 
-    def _check_approval(self, conn: Conn, intent: Intent, run: RunRecord, now: float) -> Refusal | None:
+    def _check_approval(self, conn: Conn, intent: Intent, run: RunSnapshot, now: float) -> Refusal | None:
         row = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (intent.approval_id,)).fetchone()
         if (
             row is None
@@ -216,137 +243,134 @@ class GateOps(SQLiteBase):
     def _settle_tx(
         self, action_id: str, settlement: Settlement, *, want_run: bool = True
     ) -> Callable[[Conn], SettleResult]:
+        target = ActionStatus(settlement.kind.value)
+        code = settlement.code
+        if settlement.kind is SettleKind.FAILED and not settlement.sent:
+            code = code or "not_sent"
+        actual: int | None = None
+        if settlement.kind is SettleKind.SUCCEEDED:
+            actual = settlement.actual_spend if settlement.actual_spend is not None else settlement.estimate_spend
+        elif settlement.kind is SettleKind.FAILED:
+            actual = (settlement.actual_spend or 0) if settlement.sent else 0
+        receipt = json.dumps(settlement.receipt, sort_keys=True) if settlement.receipt is not None else None
+
         def tx(conn: Conn) -> SettleResult:
             now = self._clock.now()
-            row = conn.execute("SELECT * FROM actions WHERE action_id = ?", (action_id,)).fetchone()
-            if row is None:
-                raise NotFound(f"no action {action_id}")
-            action = action_from_row(row)
-            target = ActionStatus(settlement.kind.value)
-            lifecycle.check_action_transition(action.status, target)
-            run = run_from_row(self._run_row(conn, action.run_id))
-            held = action.reserved
-            spend = calls = writes = 0
-            actual: int | None = None
             result_sha: str | None = None
-            if settlement.kind is SettleKind.SUCCEEDED:
-                actual = settlement.actual_spend if settlement.actual_spend is not None else settlement.estimate_spend
-                spend, calls, writes = actual, held["tool_calls"], held["writes"]
-                if settlement.result is not None:
-                    result_sha = put_blob(conn, settlement.result, now)
-            elif settlement.kind is SettleKind.FAILED and settlement.sent:
-                actual = settlement.actual_spend or 0
-                spend, calls = actual, held["tool_calls"]
-            elif settlement.kind is SettleKind.FAILED:
-                actual = 0
-            release = settlement.kind is not SettleKind.UNKNOWN
-            if release:
-                conn.execute(
-                    "UPDATE runs SET spend_reserved = spend_reserved - ?, "
-                    "tool_calls_reserved = tool_calls_reserved - ?, writes_reserved = writes_reserved - ?, "
-                    "spend_spent = spend_spent + ?, tool_calls_spent = tool_calls_spent + ?, "
-                    "writes_spent = writes_spent + ?, updated_at = ? WHERE run_id = ?",
-                    (held["spend"], held["tool_calls"], held["writes"], spend, calls, writes, now, run.run_id),
+            if settlement.kind is SettleKind.SUCCEEDED and settlement.result is not None:
+                result_sha = put_blob(conn, settlement.result, now)
+            outcome = (target.value, code, settlement.reason, receipt, actual, result_sha, now, action_id)
+            # The usual case in one statement: an admitted action takes its outcome. Anything else
+            # (unknown -> reconciled, a missing action, a transition the lifecycle refuses) reads first.
+            row = conn.execute(_SETTLE_ADMITTED, outcome).fetchone()
+            if row is not None:
+                previous = ActionStatus.ADMITTED
+                updated = action_from_tuple(row)
+            else:
+                row = conn.execute(f"SELECT {ACTION_COLUMNS} FROM actions WHERE action_id = ?", (action_id,)).fetchone()
+                if row is None:
+                    raise NotFound(f"no action {action_id}")
+                action = action_from_tuple(row)
+                lifecycle.check_action_transition(action.status, target)
+                conn.execute(_SETTLE_ANY, outcome)
+                previous = action.status
+                updated = replace(
+                    action,
+                    status=target,
+                    code=code,
+                    reason=settlement.reason,
+                    receipt=json.loads(receipt) if receipt else None,
+                    actual_spend=actual,
+                    result_sha256=result_sha,
+                    settled_at=now,
                 )
-            code = settlement.code
-            if settlement.kind is SettleKind.FAILED and not settlement.sent:
-                code = code or "not_sent"
-            receipt = json.dumps(settlement.receipt, sort_keys=True) if settlement.receipt is not None else None
-            conn.execute(
-                "UPDATE actions SET status = ?, code = ?, reason = ?, receipt = ?, actual_spend = ?, "
-                "result_sha256 = ?, settled_at = ? WHERE action_id = ?",
-                (
-                    target.value,
-                    code,
-                    settlement.reason,
-                    receipt,
-                    actual,
-                    result_sha,
-                    now,
-                    action_id,
-                ),
-            )
+            run_id = updated.run_id
+            status, currency, head_seq, head_hash = conn.execute(_SETTLE_RUN, (run_id,)).fetchone()
+            held = updated.reserved
+            spend = calls = writes = 0
+            if settlement.kind is SettleKind.SUCCEEDED:
+                spend, calls, writes = actual or 0, held["tool_calls"], held["writes"]
+            elif settlement.kind is SettleKind.FAILED and settlement.sent:
+                spend, calls = actual or 0, held["tool_calls"]
             intent: dict[str, Any] = {}
-            if action.effect != "write" and action.status is ActionStatus.ADMITTED:
+            if updated.effect != "write" and previous is ActionStatus.ADMITTED:
                 # A read's only ledger entry: what was asked, under which lease, and how it ended.
                 intent = {
-                    "tool": action.tool,
-                    "effect": action.effect,
-                    "payload_sha256": action.payload_sha256,
-                    "epoch": action.epoch,
-                    "worker": action.worker,
-                    "process_id": action.process_id,
+                    "tool": updated.tool,
+                    "effect": updated.effect,
+                    "payload_sha256": updated.payload_sha256,
+                    "epoch": updated.epoch,
+                    "worker": updated.worker,
+                    "process_id": updated.process_id,
                 }
-            self._event(
-                conn,
-                run.run_id,
-                "action_settled",
-                now,
-                action_id=action_id,
-                status=target.value,
-                code=code,
-                sent=settlement.sent,
-                receipt=settlement.receipt,
-                result_sha256=result_sha,
-                actual_spend=format_money(actual, run.currency) if actual is not None else None,
-                previous=action.status.value,
-                **intent,
-            )
-            if settlement.kind is SettleKind.FAILED and not settlement.sent and action.approval_id:
-                self._restore_approval(conn, action.approval_id, run.run_id, now)
             overrun = (
                 settlement.kind is SettleKind.SUCCEEDED
                 and settlement.max_spend is not None
                 and actual is not None
                 and actual > settlement.max_spend
             )
-            if overrun:
+            after_cancel = settlement.kind is SettleKind.SUCCEEDED and status == RunStatus.CANCELLED.value
+            # Every entry below goes to this chain; its head moves with the one update of the run row.
+            with self._holding(Chain(self._key, run_id, head_seq, head_hash)) as chain:
                 self._event(
                     conn,
-                    run.run_id,
-                    "budget_overrun",
+                    run_id,
+                    "action_settled",
                     now,
                     action_id=action_id,
-                    actual_spend=format_money(actual or 0, run.currency),
-                    max_spend=format_money(settlement.max_spend or 0, run.currency),
-                )
-            after_cancel = settlement.kind is SettleKind.SUCCEEDED and run.status is RunStatus.CANCELLED
-            if after_cancel:
-                self._event(
-                    conn,
-                    run.run_id,
-                    "effect_after_cancel",
-                    now,
-                    action_id=action_id,
-                    tool=action.tool,
+                    status=target.value,
+                    code=code,
+                    sent=settlement.sent,
                     receipt=settlement.receipt,
+                    result_sha256=result_sha,
+                    actual_spend=format_money(actual, currency) if actual is not None else None,
+                    previous=previous.value,
+                    **intent,
                 )
-            if code == "upstream_unauthorized":
-                # The destination refused the gateway's own credentials: every later call will fail
-                # the same way until someone fixes them. Operators are told, not only the agent.
-                self._event(
-                    conn,
-                    run.run_id,
-                    "alert",
-                    now,
-                    kind="upstream_unauthorized",
-                    action_id=action_id,
-                    tool=action.tool,
-                    message=settlement.reason,
-                )
-            # The row as updated above, as `SELECT *` would read it back (nothing else here writes it).
-            updated = replace(
-                action,
-                status=target,
-                code=code,
-                reason=settlement.reason,
-                receipt=json.loads(receipt) if receipt else None,
-                actual_spend=actual,
-                result_sha256=result_sha,
-                settled_at=float(now),
-            )
-            after = run_from_row(self._run_row(conn, action.run_id)) if want_run else None
-            return SettleResult(updated, after, overrun=overrun, after_cancel=after_cancel)
+                if settlement.kind is SettleKind.FAILED and not settlement.sent and updated.approval_id:
+                    self._restore_approval(conn, updated.approval_id, run_id, now)
+                if overrun:
+                    self._event(
+                        conn,
+                        run_id,
+                        "budget_overrun",
+                        now,
+                        action_id=action_id,
+                        actual_spend=format_money(actual or 0, currency),
+                        max_spend=format_money(settlement.max_spend or 0, currency),
+                    )
+                if after_cancel:
+                    self._event(
+                        conn,
+                        run_id,
+                        "effect_after_cancel",
+                        now,
+                        action_id=action_id,
+                        tool=updated.tool,
+                        receipt=settlement.receipt,
+                    )
+                if code == "upstream_unauthorized":
+                    # The destination refused the gateway's own credentials: every later call will fail
+                    # the same way until someone fixes them. Operators are told, not only the agent.
+                    self._event(
+                        conn,
+                        run_id,
+                        "alert",
+                        now,
+                        kind="upstream_unauthorized",
+                        action_id=action_id,
+                        tool=updated.tool,
+                        message=settlement.reason,
+                    )
+                sets = chain.head_sql
+                params: tuple[Any, ...] = chain.head_params()
+            if settlement.kind is not SettleKind.UNKNOWN:  # release the reservation, spend what was used
+                sets = _RELEASE + sets
+                params = (held["spend"], held["tool_calls"], held["writes"], spend, calls, writes, now, *params)
+            returning = " RETURNING *" if want_run else ""
+            after = conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?{returning}", (*params, run_id)).fetchone()
+            run = run_from_row(after) if want_run else None
+            return SettleResult(updated, run, overrun=overrun, after_cancel=after_cancel)
 
         return tx
 

@@ -86,8 +86,10 @@ class RecordOps(SQLiteBase):
                     EntryRow(r["run_id"], r["seq"], r["type"], r["body"], r["prev_hash"], r["hash"])
                     for r in conn.execute("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
                 )
-                h = conn.execute("SELECT * FROM chain_heads WHERE run_id = ?", (run_id,)).fetchone()
-                head = Head(h["run_id"], h["seq"], h["hash"], h["mac"]) if h else None
+                seq, head_hash, mac = conn.execute(
+                    "SELECT head_seq, head_hash, head_mac FROM runs WHERE run_id = ?", (run_id,)
+                ).fetchone()
+                head = Head(run_id, seq, head_hash, mac) if mac is not None else None
                 count, bad = verify_run(run_id, rows, head, self._key)
                 total += count
                 if bad is not None:

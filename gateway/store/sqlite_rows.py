@@ -5,12 +5,16 @@ from __future__ import annotations
 import base64
 import json
 import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 from gateway.canonical import canonical_json, sha256_hex
+from gateway.domain.admission import RunSnapshot
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import ActionStatus, RunStatus
-from gateway.store.chain import GENESIS, entry_body, entry_hash, head_mac
+from gateway.errors import NotFound
+from gateway.store.chain import entry_body, entry_hash, head_mac
 from gateway.store.records import ActionRecord, ApprovalRecord, ApprovalStatus, EventRecord, RunRecord
 
 _ACTION_RESERVED = {"spend": "reserved_spend", "tool_calls": "reserved_calls", "writes": "reserved_writes"}
@@ -77,6 +81,110 @@ def action_from_row(row: sqlite3.Row) -> ActionRecord:
     )
 
 
+# The hot paths name their columns and decode by position: a `sqlite3.Row` looks a name up by
+# comparing it with every column name in turn. Actions: ActionRecord's fields in their order, its
+# `reserved` as three columns.
+ACTION_COLUMNS = ", ".join(
+    "reserved_spend, reserved_calls, reserved_writes" if f.name == "reserved" else f.name for f in fields(ActionRecord)
+)
+
+
+def action_from_tuple(row: Sequence[Any]) -> ActionRecord:
+    """An action from a row of `ACTION_COLUMNS`, in that order."""
+    receipt = row[20]
+    values = [
+        *row[:9],
+        ActionStatus(row[9]),
+        *row[10:16],
+        {"spend": row[16], "tool_calls": row[17], "writes": row[18]},
+        row[19],
+        json.loads(receipt) if receipt else None,
+        *row[21:],
+    ]
+    return ActionRecord(*values)
+
+
+# What gate step 6 decides on, in this order (`run_state`).
+RUN_STATE_COLUMNS = (
+    "run_id, tenant, lineage_id, status, spec_version, currency, deadline, lease_ttl, epoch, lease_expires_at, "
+    "spend_limit, spend_reserved, spend_spent, tool_calls_limit, tool_calls_reserved, tool_calls_spent, "
+    "writes_limit, writes_reserved, writes_spent, active_seconds_limit, active_seconds_spent, active_since, "
+    "head_seq, head_hash"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunState:
+    """A run as the admit reads it: the snapshot the domain decides on, the lease TTL, the chain head."""
+
+    snapshot: RunSnapshot
+    lease_ttl: float
+    head_seq: int
+    head_hash: str
+
+
+def run_state(row: Sequence[Any]) -> RunState:
+    """A run's state from a row of `RUN_STATE_COLUMNS`, in that order. Same values as `run_from_row`."""
+    (
+        run_id,
+        tenant,
+        lineage_id,
+        status,
+        spec_version,
+        currency,
+        deadline,
+        lease_ttl,
+        epoch,
+        lease_expires_at,
+        spend_limit,
+        spend_reserved,
+        spend_spent,
+        calls_limit,
+        calls_reserved,
+        calls_spent,
+        writes_limit,
+        writes_reserved,
+        writes_spent,
+        active_limit,
+        active_spent,
+        active_since,
+        head_seq,
+        head_hash,
+    ) = row
+    snapshot = RunSnapshot(
+        run_id=run_id,
+        tenant=tenant,
+        lineage_id=lineage_id,
+        status=RunStatus(status),
+        spec_version=spec_version,
+        epoch=epoch,
+        lease_expires_at=lease_expires_at,
+        deadline=deadline,
+        limits={
+            "spend": spend_limit,
+            "tool_calls": calls_limit,
+            "writes": writes_limit,
+            "active_seconds": active_limit,
+        },
+        reserved={
+            "spend": spend_reserved,
+            "tool_calls": calls_reserved,
+            "writes": writes_reserved,
+            "active_seconds": 0,
+        },
+        spent={
+            "spend": spend_spent,
+            "tool_calls": calls_spent,
+            "writes": writes_spent,
+            "active_seconds": int(active_spent),
+        },
+        currency=currency,
+        active_seconds_spent=active_spent,
+        active_since=active_since,
+    )
+    return RunState(snapshot, lease_ttl, head_seq, head_hash)
+
+
 def approval_from_row(row: sqlite3.Row) -> ApprovalRecord:
     return ApprovalRecord(
         approval_id=row["approval_id"],
@@ -110,23 +218,57 @@ def event_from_row(row: sqlite3.Row) -> EventRecord:
     )
 
 
+class Chain:
+    """One run's chain inside a transaction: entries appended from a head the caller read.
+
+    The head lives on the run row (`head_seq`, `head_hash`, `head_mac`), so a caller that reads
+    and writes that row anyway carries the head along: `head_sql` and `head_params` go into its
+    own `UPDATE runs`. Whoever appends to the same run in the same transaction must use this
+    object; an entry appended around it takes the same seq and fails the events' primary key.
+    """
+
+    __slots__ = ("_key", "hash", "run_id", "seq")
+
+    def __init__(self, ledger_key: bytes, run_id: str, seq: int, head_hash: str) -> None:
+        self._key = ledger_key
+        self.run_id = run_id
+        self.seq = seq
+        self.hash = head_hash
+
+    @classmethod
+    def read(cls, conn: sqlite3.Connection, ledger_key: bytes, run_id: str) -> Chain:
+        row = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no run {run_id}")
+        return cls(ledger_key, run_id, row[0], row[1])
+
+    def append(self, conn: sqlite3.Connection, type_: str, at: float, data: dict[str, Any]) -> int:
+        seq = self.seq + 1
+        body = entry_body(self.run_id, seq, type_, at, data)
+        digest = entry_hash(self.hash, body)
+        conn.execute(
+            "INSERT INTO events (run_id, seq, type, at, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (self.run_id, seq, type_, at, body, self.hash, digest),
+        )
+        self.seq, self.hash = seq, digest
+        return seq
+
+    head_sql = "head_seq = ?, head_hash = ?, head_mac = ?"
+
+    def head_params(self) -> tuple[int, str, str]:
+        return self.seq, self.hash, head_mac(self._key, self.run_id, self.seq, self.hash)
+
+    def write_head(self, conn: sqlite3.Connection) -> None:
+        conn.execute(f"UPDATE runs SET {self.head_sql} WHERE run_id = ?", (*self.head_params(), self.run_id))
+
+
 def append_event(
     conn: sqlite3.Connection, ledger_key: bytes, run_id: str, type_: str, at: float, data: dict[str, Any]
 ) -> int:
     """Append one entry to the run's chain and move its MAC'd head. Inside the caller's transaction."""
-    head = conn.execute("SELECT seq, hash FROM chain_heads WHERE run_id = ?", (run_id,)).fetchone()
-    seq, prev = (head["seq"] + 1, head["hash"]) if head else (1, GENESIS)
-    body = entry_body(run_id, seq, type_, at, data)
-    digest = entry_hash(prev, body)
-    conn.execute(
-        "INSERT INTO events (run_id, seq, type, at, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (run_id, seq, type_, at, body, prev, digest),
-    )
-    conn.execute(
-        "INSERT INTO chain_heads (run_id, seq, hash, mac) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, mac = excluded.mac",
-        (run_id, seq, digest, head_mac(ledger_key, run_id, seq, digest)),
-    )
+    chain = Chain.read(conn, ledger_key, run_id)
+    seq = chain.append(conn, type_, at, data)
+    chain.write_head(conn)
     return seq
 
 
