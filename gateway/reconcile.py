@@ -17,15 +17,15 @@ from gateway.store.records import ActionRecord, SettleKind, Settlement
 log = logging.getLogger("warrant.reconcile")
 
 
-async def reconcile_run(store: Store, catalog: Catalog, tenant: str, run_id: str) -> list[ActionRecord]:
-    """Try every `unknown` action of the run once; returns the actions it settled."""
+async def reconcile_run(store: Store, catalog: Catalog, tenant: str, run_id: str, now: float) -> list[ActionRecord]:
+    """Try every `unknown` action of the run once (`now`: epoch seconds); returns the actions it settled."""
     settled: list[ActionRecord] = []
     cursor: str | None = None
     while True:
         page = await store.list_actions(tenant, run_id, cursor=cursor, limit=500)
         for action in page.items:
             if action.status is ActionStatus.UNKNOWN:
-                done = await reconcile_action(store, catalog, action)
+                done = await reconcile_action(store, catalog, action, now)
                 if done is not None:
                     settled.append(done)
         if page.next_cursor is None:
@@ -33,7 +33,7 @@ async def reconcile_run(store: Store, catalog: Catalog, tenant: str, run_id: str
         cursor = page.next_cursor
 
 
-async def reconcile_action(store: Store, catalog: Catalog, action: ActionRecord) -> ActionRecord | None:
+async def reconcile_action(store: Store, catalog: Catalog, action: ActionRecord, now: float) -> ActionRecord | None:
     spec = catalog.get(action.tool)
     if spec is None:
         return None
@@ -47,7 +47,7 @@ async def reconcile_action(store: Store, catalog: Catalog, action: ActionRecord)
         timeout=spec.timeout,
     )
     try:
-        outcome = await spec.adapter.lookup(request, action.created_at)
+        outcome = await spec.adapter.lookup(request, action.created_at, now)
     except Exception:
         log.exception("lookup of %s through %s failed", action.action_id, spec.adapter.name)
         return None

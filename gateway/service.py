@@ -49,7 +49,7 @@ class Gateway:
     async def resume(self, principal: Principal, run_id: str, reason: str | None) -> RunRecord:
         """Resume reconciles first: `unknown` actions are looked up before the run moves on."""
         await self.store.get_run(principal.tenant, run_id)  # NotFound before any lookup
-        await reconcile_run(self.store, self.catalog, principal.tenant, run_id)
+        await reconcile_run(self.store, self.catalog, principal.tenant, run_id, self.clock.now())
         return await self.store.resume(principal, run_id, reason)
 
     async def cancel(self, principal: Principal, run_id: str, reason: str | None, *, hard: bool) -> RunRecord:
@@ -65,7 +65,7 @@ class Gateway:
 
     async def reconcile(self, principal: Principal, run_id: str) -> int:
         await self.store.get_run(principal.tenant, run_id)
-        return len(await reconcile_run(self.store, self.catalog, principal.tenant, run_id))
+        return len(await reconcile_run(self.store, self.catalog, principal.tenant, run_id, self.clock.now()))
 
     async def resolve(
         self,

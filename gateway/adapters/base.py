@@ -59,6 +59,7 @@ class Outcome:
     structured: dict[str, Any] | None = None
     receipt: dict[str, Any] | None = None  # {id, status, digest}
     actual_spend: int | None = None  # minor units, when the destination reports a cost
+    reported_cost: str | None = None  # the cost the destination reported: a decimal string in the policy currency
     code: str | None = None  # for failures: a stable code from DESIGN.md (upstream_failed, ...)
     message: str | None = None
 
@@ -98,8 +99,13 @@ class Adapter(abc.ABC):
     @abc.abstractmethod
     async def call(self, request: CallRequest) -> Outcome: ...
 
-    async def lookup(self, request: CallRequest, dispatched_at: float) -> Outcome | None:
-        """Did an earlier call with this idempotency key happen? None: cannot tell (stays unknown)."""
+    async def lookup(self, request: CallRequest, dispatched_at: float, now: float) -> Outcome | None:
+        """Did an earlier call with this idempotency key happen? None: cannot tell (stays unknown).
+
+        `dispatched_at` and `now` are epoch seconds (the gateway's clock): "not done" is only
+        believable once the call's own timeout has passed and while the destination still
+        remembers the key.
+        """
         return None
 
     async def revoke(self, run_id: str) -> None:  # noqa: B027 - optional hook
