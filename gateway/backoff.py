@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable
 
@@ -21,3 +22,9 @@ def backoff_delay(
     """
     steps = min(max(attempt, 1) - 1, 64)
     return min(cap, initial * factor**steps) * (0.5 + 0.5 * rng())
+
+
+async def sleep(seconds: float) -> None:
+    """Wait before a retry. The one place tests replace (`monkeypatch.setattr(backoff, "sleep", ...)`)
+    to retry without waiting; callers use it as `backoff.sleep`, never imported by name."""
+    await asyncio.sleep(seconds)

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -26,6 +26,7 @@ from gateway.policy.loader import read_yaml
 from gateway.roles import Role
 
 DEFAULT_CONFIG = "warrant.yaml"
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 class Listen(BaseModel):
@@ -126,13 +127,11 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
 def load_adapter(path: Path, environ: Mapping[str, str] | None = None) -> Adapter:
     """Raises: ConfigError for an invalid document or a kind not served by this version."""
     data: Any = read_yaml(path)
-    try:
-        doc = AdapterFile.model_validate(data)
-    except ValidationError as exc:
-        lines = [f"  {p['field']}: {p['problem']}" for p in problems_of(exc)]
-        raise ConfigError(f"{path}: invalid adapter:\n" + "\n".join(lines)) from None
+    doc = _validated(AdapterFile, path, data)
     if doc.kind == "mcp":
         return _mcp_adapter(path, data, os.environ if environ is None else environ)
+    if doc.kind == "http":
+        return _http_adapter(path, data, os.environ if environ is None else environ)
     if doc.kind != "python":
         raise ConfigError(f"{path}: adapters of kind {doc.kind!r} are not served by this version yet")
     if not doc.factory or ":" not in doc.factory:
@@ -174,17 +173,22 @@ def interpolate(text: str, env: Mapping[str, str], base: Path, missing: list[str
     return _REFERENCE.sub(resolve, text)
 
 
+def _validated(model: type[_Model], path: Path, data: Any) -> _Model:
+    """Raises: ConfigError listing every problem of the (unresolved) document."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"  {p['field']}: {p['problem']}" for p in problems_of(exc)]
+        raise ConfigError(f"{path}: invalid adapter:\n" + "\n".join(lines)) from None
+
+
 def _mcp_adapter(path: Path, data: Any, env: Mapping[str, str]) -> Adapter:
     """A downstream MCP server. Its document is validated before any `${...}` is resolved, so an
     error message never carries a secret. A command's first word `python` is this gateway's own
     interpreter; `cwd` (default: the adapter file's folder) is relative to the adapter file."""
     from gateway.adapters.mcp import McpAdapter, McpAdapterConfig
 
-    try:
-        config = McpAdapterConfig.model_validate(data)
-    except ValidationError as exc:
-        lines = [f"  {p['field']}: {p['problem']}" for p in problems_of(exc)]
-        raise ConfigError(f"{path}: invalid adapter:\n" + "\n".join(lines)) from None
+    config = _validated(McpAdapterConfig, path, data)
     base = path.parent
     missing: list[str] = []
     changes: dict[str, Any] = {
@@ -202,3 +206,38 @@ def _mcp_adapter(path: Path, data: Any, env: Mapping[str, str]) -> Adapter:
     if missing:
         raise ConfigError(f"{path}: these must be set: {', '.join(sorted(set(missing)))}")
     return McpAdapter(config.model_copy(update=changes))
+
+
+def _http_adapter(path: Path, data: Any, env: Mapping[str, str]) -> Adapter:
+    """An HTTP API. Its document is validated before any `${...}` is resolved, so an error
+    message never carries a secret; the resolved values are handed to the adapter as secrets
+    to keep out of everything it records."""
+    from gateway.adapters.http import HttpAdapter
+    from gateway.adapters.http_config import HttpAdapterConfig, url_problem
+
+    config = _validated(HttpAdapterConfig, path, data)
+    base = path.parent
+    missing: list[str] = []
+    secrets: list[str] = []
+
+    def resolve(headers: dict[str, str]) -> dict[str, str]:
+        for value in headers.values():
+            secrets.extend(interpolate(m.group(0), env, base, []) for m in _REFERENCE.finditer(value))
+        return {k: interpolate(v, env, base, missing) for k, v in headers.items()}
+
+    tools = {name: tool.model_copy(update={"headers": resolve(tool.headers)}) for name, tool in config.tools.items()}
+    changes: dict[str, Any] = {
+        "base_url": interpolate(config.base_url, env, base, missing),
+        "headers": resolve(config.headers),
+        "tools": tools,
+    }
+    if missing:
+        raise ConfigError(f"{path}: these must be set: {', '.join(sorted(set(missing)))}")
+    problem = url_problem(changes["base_url"])
+    if problem is not None:
+        raise ConfigError(f"{path}: {problem}")
+    every = [changes["headers"], *(t.headers for t in tools.values())]
+    unsafe = [name for headers in every for name, value in headers.items() if "\n" in value or "\r" in value]
+    if unsafe:
+        raise ConfigError(f"{path}: these headers resolve to more than one line: {', '.join(sorted(set(unsafe)))}")
+    return HttpAdapter(config.model_copy(update=changes), secrets=secrets)
