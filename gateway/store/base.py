@@ -246,6 +246,30 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def verify_ledger(self, tenant: str | None = None) -> VerifyReport: ...
 
+    # -- the audit -------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def audit_actions(
+        self,
+        tenant: str,
+        *,
+        tool: str | None = None,
+        status: str | None = None,
+        code: str | None = None,
+        principal: str | None = None,
+        run_id: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> Page[ActionRecord]:
+        """Actions across the tenant's runs that match every filter given, newest first.
+
+        `principal` matches the worker named on the action or the API key that granted the lease
+        it was made under (not the run's creator). `since` is inclusive and `until` exclusive,
+        both against the time the action was admitted (or refused).
+        Raises: InvalidRequest `invalid_cursor`.
+        """
+
 
 _log = logging.getLogger("warrant.store")
 
