@@ -1,4 +1,4 @@
-"""The operator API core: runs, leases, controls, approvals, actions, events, ledger verify.
+"""The operator API core: runs, leases, controls, approvals, actions, events, audit, ledger verify.
 
 Every route names the one permission it needs (gateway/roles.py) and scopes every query to the
 key's tenant: another tenant's run is 404, exactly like a missing one.
@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gateway.api.audit import audit_filters
 from gateway.api.views import action_view, approval_view, event_view, run_view
 from gateway.clock import isoformat
 from gateway.domain.contract import parse_contract, problems_of
@@ -110,7 +111,7 @@ def query_limit(request: Request, default: int = 50, maximum: int = 500) -> int:
     raw = request.query_params.get("limit")
     if raw is None:
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= maximum:
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 6) or not 1 <= int(raw) <= maximum:
         raise InvalidRequest(f"limit must be a whole number from 1 to {maximum}", code="invalid_request")
     return int(raw)
 
@@ -262,6 +263,20 @@ async def list_events(request: Request, principal: Principal, gateway: Gateway) 
     return JSONResponse({"items": [event_view(e) for e in events], "next_cursor": next_cursor})
 
 
+@endpoint("actions.read")
+async def audit_actions(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    """Actions across the tenant's runs, newest first, filtered (gateway/api/audit.py)."""
+    filters = audit_filters(request.query_params)
+    cursor, limit = request.query_params.get("cursor"), query_limit(request, 100)
+    page = await gateway.store.audit_actions(principal.tenant, **filters.as_kwargs(), cursor=cursor, limit=limit)
+    currencies: dict[str, str] = {}
+    for action in page.items:
+        if action.run_id not in currencies:
+            currencies[action.run_id] = (await gateway.store.get_run(principal.tenant, action.run_id)).currency
+    items = [action_view(a, currencies[a.run_id]) for a in page.items]
+    return JSONResponse({"items": items, "next_cursor": page.next_cursor})
+
+
 @endpoint("actions.resolve")
 async def reconcile_run(request: Request, principal: Principal, gateway: Gateway) -> Response:
     settled = await gateway.reconcile(principal, request.path_params["run_id"])
@@ -376,4 +391,5 @@ routes = [
     Route("/api/runs/{run_id}/recovery", not_yet("recovery", "progress and recovery"), methods=["GET"]),
     Route("/api/runs/{run_id}/report", not_yet("report", "time and the watchdog"), methods=["GET"]),
     Route("/api/actions/{action_id}/resolve", resolve_action, methods=["POST"]),
+    Route("/api/actions", audit_actions, methods=["GET"]),
 ]
