@@ -26,7 +26,11 @@ How a call ends (DESIGN.md's action lifecycle):
 
 The gateway's idempotency key travels in `_meta["warrant/idempotency_key"]`; the agent's lease
 token never leaves the gateway. Cancelling `call` cancels the downstream request (the SDK sends
-`notifications/cancelled`).
+`notifications/cancelled`; the lean path closes the request's connection).
+
+Over streamable HTTP, a downstream that speaks the 2026-07-28 protocol and answers in plain JSON
+gets its calls through a lean path (gateway/adapters/mcp_http.py: one POST on a kept-alive
+connection, about a fifth of the SDK client's CPU); its failures map to the same outcomes.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gateway import __version__
 from gateway.adapters.base import Adapter, CallRequest, Listener, Outcome, OutcomeKind, ToolDefinition
+from gateway.adapters.http11 import Http11Pool
+from gateway.adapters.mcp_http import Fallback, LeanCaller, lean_version
 from gateway.backoff import backoff_delay
 from gateway.canonical import canonical_json, sha256_hex
 
@@ -63,6 +69,7 @@ DEADLINE_SHARE = 0.9  # the adapter answers within this share of the call's time
 PROBE_EVERY = 1.0  # seconds between checks that the connection is still open (no I/O)
 MAX_PAGES = 100
 _NOT_PROCESSED = frozenset({types.INVALID_REQUEST, types.METHOD_NOT_FOUND, types.INVALID_PARAMS})
+CLIENT_INFO = types.Implementation(name="warrant", version=__version__)
 
 
 class ToolOverride(BaseModel):
@@ -88,6 +95,7 @@ class McpAdapterConfig(BaseModel):
     connect_wait: float = Field(5.0, ge=0, le=300)  # how long a call waits for a lost connection to return
     start_wait: float = Field(10.0, ge=0, le=300)  # how long start-up waits for the first listing
     refresh_every: float = Field(30.0, gt=0)
+    lean_http: bool = True  # calls over one plain POST when the downstream answers JSON statelessly; false: SDK
     tools: dict[str, ToolOverride] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -123,6 +131,14 @@ class McpAdapter(Adapter):
         self._refreshed = asyncio.Event()
         self._unsent: OrderedDict[str, None] = OrderedDict()  # idempotency keys whose POST never connected
         self._task: asyncio.Task[None] | None = None
+        self._tools: list[types.Tool] = []  # the last listing, as the SDK client gave it
+        self._pool: Http11Pool | None = None  # the lean path's connections (url only)
+        self._lean: LeanCaller | None = None  # set while the published client's downstream passed the probe
+
+    @property
+    def lean(self) -> bool:
+        """Whether calls take the lean HTTP path now (gateway/adapters/mcp_http.py)."""
+        return self._lean is not None and self._lean.enabled
 
     # -- Adapter -----------------------------------------------------------------------------
     def definitions(self) -> list[ToolDefinition]:
@@ -155,6 +171,8 @@ class McpAdapter(Adapter):
             task.cancel()
             # The SDK bounds a stdio child's shutdown (close stdin, SIGTERM, SIGKILL) itself.
             await asyncio.wait({task}, timeout=30)
+        if self._pool is not None:
+            await self._pool.aclose()
 
     async def refresh(self) -> None:
         """List the tools now (after a change the server does not announce). Returns once listed."""
@@ -180,9 +198,7 @@ class McpAdapter(Adapter):
                     )
                 break
             try:
-                result = await client.call_tool(
-                    request.tool, request.arguments, read_timeout_seconds=remaining / (attempts - attempt), meta=meta
-                )
+                result = await self._call_tool(client, request, meta, remaining / (attempts - attempt))
             except MCPError as exc:
                 outcome = self._error(exc, request)
                 if outcome is None:
@@ -201,6 +217,15 @@ class McpAdapter(Adapter):
         )
 
     # -- calls -------------------------------------------------------------------------------
+    async def _call_tool(self, client: Client, request: CallRequest, meta: Any, within: float) -> types.CallToolResult:
+        lean = self._lean
+        if lean is not None and lean.client is client and lean.enabled:
+            try:
+                return await lean.call_tool(request.tool, request.arguments, meta, within)
+            except Fallback as exc:
+                log.info("MCP server %s: %s; this call goes through the SDK client", self.name, exc)
+        return await client.call_tool(request.tool, request.arguments, read_timeout_seconds=within, meta=meta)
+
     async def _connection(self, deadline: float) -> Client | None:
         """The published client if it is open, else wait (bounded) for the supervisor's next one."""
         loop = asyncio.get_running_loop()
@@ -252,6 +277,7 @@ class McpAdapter(Adapter):
             try:
                 async with self._open() as client:
                     await self._list(client)
+                    await self._probe(client)
                     self._publish(client)
                     failures = 0
                     await self._watch(client)
@@ -291,7 +317,7 @@ class McpAdapter(Adapter):
                 transport,
                 cache=None,
                 message_handler=self._on_message,
-                client_info=types.Implementation(name="warrant", version=__version__),
+                client_info=CLIENT_INFO,
             )
             yield await stack.enter_async_context(client)
 
@@ -306,6 +332,9 @@ class McpAdapter(Adapter):
                 cursor = page.next_cursor
                 if cursor is None:
                     break
+        self._tools = tools
+        if self._lean is not None and self._lean.client is client:
+            self._lean.learn(tools)
         definitions = [self._local(_definition(tool)) for tool in tools]
         changed = not self._live or _fingerprint(definitions) != _fingerprint(self._definitions)
         self._definitions, self._live = definitions, True
@@ -333,6 +362,22 @@ class McpAdapter(Adapter):
                 await self._list(client)
                 due = loop.time() + self._config.refresh_every
 
+    async def _probe(self, client: Client) -> None:
+        """Set up the lean path when the downstream speaks 2026-07-28 and answers in plain JSON."""
+        self._lean = None
+        version = lean_version(client)
+        if self._config.url is None or not self._config.lean_http or version is None:
+            return
+        if self._pool is None:
+            self._pool = Http11Pool(self._config.url, self._config.headers, min(10.0, self._config.timeout))
+        info = CLIENT_INFO.model_dump(by_alias=True, mode="json", exclude_none=True)
+        lean = LeanCaller(client, self._pool, version, info, self._unsent)
+        if await lean.probe(self._config.timeout):
+            lean.learn(self._tools)
+            self._lean = lean
+        else:
+            log.info("MCP server %s does not answer in plain JSON: calls go through the SDK client", self.name)
+
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self._refresh_wanted = True
@@ -348,6 +393,7 @@ class McpAdapter(Adapter):
         """Withdraw `client` (None: whatever is published)."""
         if client is None or self._client is client:
             self._client = None
+            self._lean = None
             self._up.clear()
 
     def _local(self, definition: ToolDefinition) -> ToolDefinition:
