@@ -26,7 +26,7 @@ from gateway.clock import Clock, SystemClock
 from gateway.config import Settings, load_adapter
 from gateway.errors import ConfigError, NotFound
 from gateway.gate import Gate
-from gateway.mcp_front import LeaseTokenGuard, build_mcp_server, mcp_app, running
+from gateway.mcp_front import LeaseTokenGuard, build_mcp_server, fast_path, mcp_app, running
 from gateway.pins import Pins
 from gateway.policy.loader import load_policies
 from gateway.service import Gateway
@@ -110,7 +110,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
 
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
-        Route("/mcp", LeaseTokenGuard(mcp, gate_of)),
+        Route("/mcp", LeaseTokenGuard(mcp, gate_of, fast_path(server, gate_of, catalog))),
         *api_routes,
         *tool_routes,
     ]

@@ -8,6 +8,9 @@ Two planes (as the SDK does): a request without a valid lease token never reache
 (HTTP 401 with a JSON body and `WWW-Authenticate`); a refused or failed call is a tool result
 with `isError`, `[code] message` text and `structuredContent.error`, so the model can read why.
 Nothing the front answers ever carries an exception's text or a stack trace.
+
+A `tools/call` POST takes a fast path (gateway/mcp_fastpath.py): the SDK's checks and shaping,
+without its per-request transport machinery; every other request goes to the SDK app.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from gateway.domain.leases import looks_like_token, token_hash
 from gateway.errors import Refusal, Unauthenticated
 from gateway.gate import CallResult, Gate
 from gateway.ids import new_id
+from gateway.mcp_fastpath import FastPath
 
 log = logging.getLogger("warrant.mcp")
 
@@ -134,21 +138,7 @@ def build_mcp_server(gate_of: Callable[[], Gate], catalog: Catalog) -> Server[An
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        try:
-            return to_mcp_result(await _call(gate_of(), _token_of(ctx), params, client_meta(ctx.meta)))
-        except Unauthenticated as exc:
-            raise MCPError(-32001, exc.message) from None
-        except Exception:
-            # A bug of ours: logged with a reference, answered without any of its text.
-            reference = new_id("err")
-            log.exception("tools/call %s failed (reference %s)", params.name, reference)
-            raise MCPError(-32603, f"internal error in the gateway (reference {reference})") from None
-
-    def input_schema(name: str) -> Mapping[str, Any] | None:
-        if name in WARRANT_TOOLS:
-            return WARRANT_TOOLS[name].input_schema
-        spec = catalog.get(name)
-        return spec.definition.input_schema if spec is not None else None
+        return await answer_call(gate_of(), _token_of(ctx), params, ctx.meta)
 
     return Server(
         "warrant",
@@ -159,8 +149,46 @@ def build_mcp_server(gate_of: Callable[[], Gate], catalog: Catalog) -> Server[An
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
-        get_tool_input_schema=input_schema,
+        get_tool_input_schema=input_schema_of(catalog),
     )
+
+
+def input_schema_of(catalog: Catalog) -> Callable[[str], Mapping[str, Any] | None]:
+    """A tool's input schema by its exposed name (for the SDK's `Mcp-Param-*` header checks)."""
+
+    def input_schema(name: str) -> Mapping[str, Any] | None:
+        if name in WARRANT_TOOLS:
+            return WARRANT_TOOLS[name].input_schema
+        spec = catalog.get(name)
+        return spec.definition.input_schema if spec is not None else None
+
+    return input_schema
+
+
+async def answer_call(
+    gate: Gate, token: str | None, params: types.CallToolRequestParams, meta: Mapping[str, Any] | None
+) -> types.CallToolResult:
+    """One `tools/call` as a tool result. Raises: MCPError (-32001 unauthenticated, -32603 a bug of ours)."""
+    try:
+        return to_mcp_result(await _call(gate, token, params, client_meta(meta)))
+    except Unauthenticated as exc:
+        raise MCPError(-32001, exc.message) from None
+    except Exception:
+        # A bug of ours: logged with a reference, answered without any of its text.
+        reference = new_id("err")
+        log.exception("tools/call %s failed (reference %s)", params.name, reference)
+        raise MCPError(-32603, f"internal error in the gateway (reference {reference})") from None
+
+
+def fast_path(server: Server[Any], gate_of: Callable[[], Gate], catalog: Catalog) -> FastPath:
+    """The fast path for `tools/call`, for a server whose streamable HTTP app is already made."""
+
+    async def handler(
+        token: str, params: types.CallToolRequestParams, meta: Mapping[str, Any] | None
+    ) -> types.CallToolResult:
+        return await answer_call(gate_of(), token, params, meta)
+
+    return FastPath(server, handler, input_schema_of(catalog))
 
 
 async def _call(gate: Gate, token: str | None, params: types.CallToolRequestParams, meta: dict[str, Any]) -> CallResult:
@@ -202,9 +230,10 @@ class LeaseTokenGuard:
 
     KNOWN_MAX = 10_000
 
-    def __init__(self, app: ASGIApp, gate_of: Callable[[], Gate]) -> None:
+    def __init__(self, app: ASGIApp, gate_of: Callable[[], Gate], fast: FastPath | None = None) -> None:
         self.app = app
         self.gate_of = gate_of
+        self.fast = fast
         self._known: dict[str, None] = {}  # hashes of tokens the store knows, oldest first
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -226,7 +255,10 @@ class LeaseTokenGuard:
         if not looks_like_token(token) or not await self._is_known(token_hash(token)):
             await _unauthorized(send, "unknown lease token", b', error="invalid_token"')
             return
-        await self.app(scope, receive, send)
+        if self.fast is not None:
+            await self.fast.serve(scope, receive, send, token, self.app)
+        else:
+            await self.app(scope, receive, send)
 
     async def _is_known(self, digest: str) -> bool:
         if digest in self._known:
