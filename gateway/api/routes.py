@@ -18,7 +18,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gateway.api.audit import audit_filters
-from gateway.api.views import action_view, approval_view, event_view, run_view
+from gateway.api.events import run_events
+from gateway.api.views import action_view, approval_view, run_view
 from gateway.clock import isoformat
 from gateway.domain.contract import parse_contract, problems_of
 from gateway.domain.leases import looks_like_token, token_hash
@@ -252,15 +253,8 @@ async def list_actions(request: Request, principal: Principal, gateway: Gateway)
 
 @endpoint("events.read")
 async def list_events(request: Request, principal: Principal, gateway: Gateway) -> Response:
-    raw_after = request.query_params.get("cursor") or request.query_params.get("after") or "0"
-    if not raw_after.isdigit():
-        raise InvalidRequest("cursor must be the seq of the last event seen", code="invalid_cursor")
-    limit = query_limit(request, 100, 1000)
-    events = await gateway.store.list_events(
-        principal.tenant, request.path_params["run_id"], after=int(raw_after), limit=limit
-    )
-    next_cursor = str(events[-1].seq) if len(events) == limit else None
-    return JSONResponse({"items": [event_view(e) for e in events], "next_cursor": next_cursor})
+    """JSON pages, or Server-Sent Events with `Accept: text/event-stream` (gateway/api/events.py)."""
+    return await run_events(request, principal.tenant, gateway, limit=query_limit(request, 100, 1000))
 
 
 @endpoint("actions.read")

@@ -44,6 +44,7 @@ class Api:
     clock: ManualClock
     effects: list[dict[str, Any]]
     app: Any
+    server: uvicorn.Server | None = None
 
     def client(self, key: str | None) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer key-{key}"} if key else {}
@@ -110,7 +111,7 @@ async def api(tmp_path: Path) -> AsyncIterator[Api]:
         await asyncio.sleep(0.01)
     assert server.started, "uvicorn did not start"
     try:
-        yield Api(f"http://127.0.0.1:{port}", clock, effects, app)
+        yield Api(f"http://127.0.0.1:{port}", clock, effects, app, server)
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, 10)
