@@ -19,10 +19,12 @@ from starlette.routing import Route
 
 from gateway.api.audit import audit_filters
 from gateway.api.events import run_events
+from gateway.api.openapi import openapi_json
 from gateway.api.views import action_view, approval_view, run_view
 from gateway.clock import isoformat
 from gateway.domain.contract import parse_contract, problems_of
 from gateway.domain.leases import looks_like_token, token_hash
+from gateway.domain.lifecycle import RunStatus
 from gateway.errors import InvalidRequest, NotFound, Unauthenticated, WarrantError
 from gateway.roles import require
 from gateway.service import Gateway
@@ -160,6 +162,8 @@ async def create_run(request: Request, principal: Principal, gateway: Gateway) -
 @endpoint("runs.read")
 async def list_runs(request: Request, principal: Principal, gateway: Gateway) -> Response:
     status = request.query_params.get("status")
+    if status is not None and status not in {s.value for s in RunStatus}:
+        raise InvalidRequest(f"status must be one of {', '.join(s.value for s in RunStatus)}", code="invalid_request")
     page = await gateway.store.list_runs(
         principal.tenant, status=status, cursor=request.query_params.get("cursor"), limit=query_limit(request)
     )
@@ -386,4 +390,5 @@ routes = [
     Route("/api/runs/{run_id}/report", not_yet("report", "time and the watchdog"), methods=["GET"]),
     Route("/api/actions/{action_id}/resolve", resolve_action, methods=["POST"]),
     Route("/api/actions", audit_actions, methods=["GET"]),
+    Route("/api/openapi.json", openapi_json, methods=["GET"]),
 ]

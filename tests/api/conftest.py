@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,8 +83,8 @@ def shop_adapter(effects: list[dict[str, Any]]) -> PythonAdapter:
     return shop
 
 
-@pytest.fixture
-async def api(tmp_path: Path) -> AsyncIterator[Api]:
+def make_app(tmp_path: Path) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
+    """The app every API test serves: the shop adapter, its policies, the keys of `KEYS`."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(
         "tools:\n"
@@ -100,6 +103,12 @@ async def api(tmp_path: Path) -> AsyncIterator[Api]:
     clock = ManualClock()
     effects: list[dict[str, Any]] = []
     app = create_app(settings, clock=clock, extra_adapters=[shop_adapter(effects)])
+    return app, clock, effects
+
+
+@pytest.fixture
+async def api(tmp_path: Path) -> AsyncIterator[Api]:
+    app, clock, effects = make_app(tmp_path)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     import asyncio
@@ -115,3 +124,43 @@ async def api(tmp_path: Path) -> AsyncIterator[Api]:
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, 10)
+
+
+@dataclass
+class ThreadedApi:
+    """The same app served by uvicorn on a thread of its own, for synchronous clients (schemathesis)."""
+
+    url: str
+    app: Any
+    server: uvicorn.Server
+    loop: asyncio.AbstractEventLoop
+
+    def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        """Run `coroutine` on the server's event loop (the gate and the store live there)."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(10)
+
+    @property
+    def gateway(self) -> Gateway:
+        gateway: Gateway = self.app.state.gateway
+        return gateway
+
+
+@pytest.fixture(scope="module")
+def threaded_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedApi]:
+    app, _, _ = make_app(tmp_path_factory.mktemp("threaded_api"))
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield ThreadedApi(f"http://127.0.0.1:{port}", app, server, loop)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        assert not thread.is_alive(), "uvicorn did not stop"
+        loop.close()

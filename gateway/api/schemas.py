@@ -1,0 +1,276 @@
+"""The API's responses as pydantic models, for the OpenAPI document (gateway/api/openapi.py).
+
+`gateway/api/views.py` stays the one producer of response JSON; these models only describe it.
+tests/api/test_openapi.py validates the views' output against them (and against the document),
+so a field added to a view without its model here fails a test instead of drifting.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway.catalog import PinState
+from gateway.domain.contract import Contract
+from gateway.domain.lifecycle import ActionStatus, RunStatus
+from gateway.store.records import ApprovalStatus
+
+Timestamp = Annotated[
+    str,
+    Field(
+        pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$",
+        json_schema_extra={"format": "date-time"},
+        description="RFC 3339, UTC",
+    ),
+]
+Money = Annotated[
+    str,
+    Field(pattern=r"^-?\d+(\.\d+)?$", description="a decimal string in the run's currency", examples=["4.20"]),
+]
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+class _View(BaseModel):
+    # A field a view emits that the model does not name is drift: refuse it.
+    model_config = ConfigDict(extra="forbid")
+
+
+T = TypeVar("T")
+
+
+class ItemsPage(_View, Generic[T]):
+    items: list[T]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on the last one")
+
+
+# -- runs ------------------------------------------------------------------------------------
+class MoneyBudget(_View):
+    limit: Money
+    reserved: Money
+    spent: Money
+    remaining: Money
+
+
+class CountBudget(_View):
+    limit: int
+    reserved: int
+    spent: int
+    remaining: int
+
+
+class RunBudgets(_View):
+    spend: MoneyBudget
+    tool_calls: CountBudget
+    writes: CountBudget
+    active_seconds: CountBudget
+
+
+class RunLease(_View):
+    worker: str | None
+    epoch: int
+    expires_at: Timestamp | None
+    live: bool
+
+
+class MilestoneView(_View):
+    id: str | None
+    required: bool
+    status: str
+
+
+class RunView(_View):
+    run_id: str
+    status: RunStatus
+    status_reason: str | None
+    goal: str | None
+    owner: str
+    spec_version: str
+    lineage_id: str
+    parent_run_id: str | None
+    created_by: str
+    created_at: Timestamp
+    updated_at: Timestamp
+    deadline: Timestamp
+    currency: str
+    budgets: RunBudgets
+    lease: RunLease
+    milestones: list[MilestoneView]
+    contract: Contract
+
+
+class ApprovalView(_View):
+    approval_id: str
+    run_id: str
+    tool: str
+    status: ApprovalStatus
+    payload_sha256: Sha256
+    payload: Any = Field(description="the exact arguments this approval binds (null in a run's summary)")
+    spec_version: str
+    tool_def_sha256: str
+    role: str
+    requested_by: str
+    evidence: Any
+    rationale: str | None
+    created_at: Timestamp
+    decide_by: Timestamp
+    valid_until: Timestamp | None
+    decided_by: str | None
+    decided_at: Timestamp | None
+    note: str | None
+    action_id: str | None
+    on_expiry: str
+
+
+class RunDetail(RunView):
+    approvals: list[ApprovalView] = Field(description="the run's pending approvals")
+
+
+class LeaseGranted(_View):
+    run_id: str
+    token: str = Field(description="the lease token, shown once: the agent's bearer at /mcp")
+    epoch: int
+    worker: str
+    expires_at: Timestamp
+
+
+class LeaseRenewed(_View):
+    run_id: str
+    epoch: int
+    worker: str
+    expires_at: Timestamp
+
+
+class Reconciled(_View):
+    run_id: str
+    settled: int = Field(description="how many unknown actions the adapters' lookups settled")
+    run: RunView
+
+
+# -- actions and events ----------------------------------------------------------------------
+class ActionReserved(_View):
+    spend: Money
+    tool_calls: int
+    writes: int
+
+
+class ActionView(_View):
+    action_id: str
+    run_id: str
+    tool: str
+    effect: str = Field(description="read, write, or unknown for a call refused before its tool was known")
+    status: ActionStatus
+    code: str | None
+    reason: str | None
+    operation_id: str | None
+    payload_sha256: str
+    idempotency_key: str | None
+    epoch: int | None
+    worker: str | None
+    approval_id: str | None
+    repeat_of: str | None
+    reserved: ActionReserved
+    actual_spend: Money | None
+    receipt: dict[str, Any] | None
+    process_id: str | None
+    created_at: Timestamp
+    settled_at: Timestamp | None
+
+
+class EventView(_View):
+    run_id: str
+    seq: int = Field(ge=1, description="the entry's position in its run's chain; the SSE id")
+    type: str = Field(description="see docs/events.md, the versioned catalogue")
+    at: Timestamp
+    data: dict[str, Any]
+    hash: Sha256
+
+
+# -- ledger, tools, health -------------------------------------------------------------------
+class BadEntry(_View):
+    run_id: str
+    seq: int | None
+    problem: str
+
+
+class LedgerReport(_View):
+    ok: bool
+    runs: int
+    entries: int
+    first_bad: BadEntry | None
+
+
+class ToolPin(_View):
+    state: PinState
+    definition_sha256: str
+    pinned_sha256: str | None
+    pinned_by: str | None
+    pinned_at: Timestamp | None
+
+
+class ToolView(_View):
+    tool: str
+    adapter: str
+    name: str
+    description: str
+    effect: Literal["read", "write"]
+    has_policy: bool
+    pin: ToolPin
+
+
+class PendingToolView(ToolView):
+    definition: dict[str, Any]
+    pinned_definition: dict[str, Any] | None
+    diff: str
+
+
+class Health(_View):
+    status: Literal["ok"]
+    version: str
+    process_id: str
+    tools: int
+
+
+class RunPage(ItemsPage[RunView]):
+    pass
+
+
+class ActionPage(ItemsPage[ActionView]):
+    pass
+
+
+class EventPage(ItemsPage[EventView]):
+    next_cursor: str | None = Field(
+        description="the seq of the last entry, when more may follow; null on the last page"
+    )
+
+
+class ApprovalPage(ItemsPage[ApprovalView]):
+    pass
+
+
+class ToolPage(ItemsPage[ToolView]):
+    pass
+
+
+class PendingToolPage(ItemsPage[PendingToolView]):
+    pass
+
+
+# -- errors ----------------------------------------------------------------------------------
+class Problem(BaseModel):
+    field: str
+    problem: str
+
+
+class ErrorDetail(BaseModel):
+    # Codes may carry details of their own (`problems`, `status`, `approval_id`, ...).
+    model_config = ConfigDict(extra="allow")
+    code: str = Field(description="stable: DESIGN.md's list and docs/decisions.md")
+    message: str
+    problems: list[Problem] | None = None
+
+
+class ErrorBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    error: ErrorDetail

@@ -1,0 +1,88 @@
+"""Schemathesis against /api/openapi.json on a real server, with valid keys: no 5xx, and every
+response conforms to the document (status code, content type, headers, body schema).
+
+Generated path ids are random strings (404s) or, half the time, the ids of a real run, approval
+and action, so the operations behind the 404 are reached too. Kept small (`EXAMPLES` per
+operation) to keep the suite fast; raise it locally to search harder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from gateway.api.openapi import document
+from tests.api.conftest import CONTRACT, ThreadedApi
+
+EXAMPLES = 25
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+
+
+@dataclass(frozen=True)
+class World:
+    api: ThreadedApi
+    ids: dict[str, str]  # path parameter -> a real id
+    lease_token: str
+
+
+@pytest.fixture(scope="module")
+def world(threaded_api: ThreadedApi) -> World:
+    """A run with a lease, a read, a refusal, a pending approval and an `unknown` write."""
+    with httpx.Client(base_url=threaded_api.url, headers={"Authorization": "Bearer key-ops"}, timeout=10) as c:
+        run = c.post("/api/runs", json=CONTRACT).json()
+        grant = c.post(f"/api/runs/{run['run_id']}/lease", json={"worker": "w1"}).json()
+    gate = threaded_api.gateway.gate
+    token = grant["token"]
+    threaded_api.run(gate.call(token, "shop__find", {"q": "a"}))
+    threaded_api.run(gate.call(token, "shop__nope", {}))
+    threaded_api.run(gate.call(token, "shop__charge", {"card": "lost"}))
+    pending = threaded_api.run(gate.call(token, "shop__order", {"to": "bob@example.com"}))
+    unknown = threaded_api.run(threaded_api.gateway.store.audit_actions("acme", status="unknown"))
+    ids = {
+        "run_id": run["run_id"],
+        "approval_id": pending.structured["error"]["approval_id"],
+        "action_id": unknown.items[0].action_id,
+        "name": "shop__find",
+    }
+    return World(threaded_api, ids, token)
+
+
+# The document the server serves (tests/api/test_openapi.py checks they are the same), loaded at
+# import: schemathesis's fixture-based loader does not run under pytest 9 (it sets a private node id).
+schema = schemathesis.openapi.from_dict(document())
+
+
+@schema.parametrize()
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+def test_the_api_answers_as_its_document_says(case: schemathesis.Case[Any], world: World) -> None:
+    parameters = case.path_parameters or {}
+    for name, value in list(parameters.items()):
+        if name in world.ids and isinstance(value, str) and len(value) % 2 == 0:
+            parameters[name] = world.ids[name]
+    bearer = world.lease_token if case.operation.path == "/api/leases/renew" else "key-ops"
+    documented = document()["paths"][case.operation.path][case.operation.method.lower()]["responses"]
+    # A route of a later issue answers its documented 501: the one 5xx that is not a server error.
+    checks = [c for c in CHECKS if c is not not_a_server_error or "501" not in documented]
+    case.call_and_validate(base_url=world.api.url, headers={"Authorization": f"Bearer {bearer}"}, checks=checks)
