@@ -59,7 +59,7 @@ async def reconcile_action(store: Store, catalog: Catalog, action: ActionRecord,
             receipt=outcome.receipt,
             reason="reconciled: the destination confirms it happened",
             result={"content": outcome.content, "structured": outcome.structured},
-            actual_spend=outcome.actual_spend,
+            actual_spend=outcome.spend(catalog.currency),
             estimate_spend=spec.cost_spend,
             max_spend=spec.cost_max,
         )

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from gateway.canonical import canonical_json, sha256_hex
+from gateway.domain.units import reported_money
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,17 @@ class Outcome:
     reported_cost: str | None = None  # the cost the destination reported: a decimal string in the policy currency
     code: str | None = None  # for failures: a stable code from DESIGN.md (upstream_failed, ...)
     message: str | None = None
+
+    def spend(self, currency: str) -> int | None:
+        """The actual cost in minor units of `currency`, if the destination reported one (rounded up)."""
+        if self.actual_spend is not None:
+            return self.actual_spend
+        if self.reported_cost is None:
+            return None
+        try:
+            return reported_money(self.reported_cost, currency)
+        except ValueError:
+            return None  # the adapter checked it; a cost that is not an amount is no cost
 
 
 PinMode = Literal["first_use", "manual"]

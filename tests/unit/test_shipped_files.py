@@ -5,29 +5,47 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from gateway.app import build_catalog
 from gateway.config import load_adapter, load_settings
 from gateway.domain.contract import parse_contract
+from gateway.errors import ConfigError
 from gateway.policy.loader import load_policies
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_shipped_configuration_loads_with_its_adapters_and_policies() -> None:
+SECRETS = {"CRM_TOKEN": "crm-test-token", "EMAIL_TOKEN": "email-test-token"}
+
+
+def test_shipped_configuration_loads_with_its_adapters_and_policies(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
     settings = load_settings(ROOT / "warrant.yaml", {"WARRANT_ADMIN_KEY": "k", "WARRANT_LEDGER_KEY": "l"})
     catalog, _ = build_catalog(settings)
-    assert {spec.name for spec in catalog} == {"notes__search", "notes__append", "notes__send"}
-    assert all(spec.policy is not None for spec in catalog)
+    names = {spec.name for spec in catalog}
+    # The downstream MCP server's tools appear once it has been started and listed them.
+    assert {"notes__search", "notes__append", "notes__send", "crm__create_contact", "email__send"} <= names
+    assert {n.split("__")[0] for n in names} == {"notes", "crm", "email"}
+    unnamed = [spec.name for spec in catalog if spec.policy is None]
+    assert unnamed == []  # every shipped tool has a policy: none is refused for want of one
 
 
 def test_every_shipped_policy_and_adapter_validates() -> None:
     load_policies(sorted((ROOT / "policies").glob("*.yaml")))
     for path in sorted((ROOT / "adapters").glob("*.yaml")):
-        load_adapter(path)
+        load_adapter(path, SECRETS)
+
+
+def test_an_http_adapter_without_its_secret_stops_start_up_naming_it() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_adapter(ROOT / "adapters" / "crm.yaml", {})
+    assert "CRM_TOKEN" in str(caught.value)
 
 
 def test_every_example_contract_validates() -> None:
     paths = sorted((ROOT / "examples" / "contracts").glob("*.json"))
-    assert paths
+    assert len(paths) >= 2
     for path in paths:
         parse_contract(json.loads(path.read_text()))
