@@ -22,7 +22,7 @@ from tests.interop.nodejs import INSPECTOR, Ran, run_node
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 ERAS = ["legacy", "modern", "auto"]
-TOOLS = {"shop__find", "shop__order", "warrant_status", "warrant_propose", "warrant_repeat"}
+TOOLS = {"shop__find", "shop__order", "shop__charge", "warrant_status", "warrant_propose", "warrant_repeat"}
 
 # Exit codes of the Inspector CLI (its --help): 3 authentication required, 5 a tool answered isError.
 AUTH_REQUIRED = 3

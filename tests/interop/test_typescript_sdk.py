@@ -28,7 +28,7 @@ CLIENTS = [
     pytest.param("v2", "auto", "2026-07-28", id="sdk2-auto-2026-07-28"),
 ]
 
-TOOLS = {"shop__find", "shop__order", "warrant_status", "warrant_propose", "warrant_repeat"}
+TOOLS = {"shop__find", "shop__order", "shop__charge", "warrant_status", "warrant_propose", "warrant_repeat"}
 
 
 @pytest.mark.parametrize(("sdk", "era", "revision"), CLIENTS)
