@@ -369,7 +369,11 @@ class McpAdapter(Adapter):
         if self._config.url is None or not self._config.lean_http or version is None:
             return
         if self._pool is None:
-            self._pool = Http11Pool(self._config.url, self._config.headers, min(10.0, self._config.timeout))
+            try:
+                self._pool = Http11Pool(self._config.url, self._config.headers, min(10.0, self._config.timeout))
+            except ValueError as exc:  # a configured header this path cannot write as it is
+                log.info("MCP server %s: calls go through the SDK client (%s)", self.name, exc)
+                return
         info = CLIENT_INFO.model_dump(by_alias=True, mode="json", exclude_none=True)
         lean = LeanCaller(client, self._pool, version, info, self._unsent)
         if await lean.probe(self._config.timeout):

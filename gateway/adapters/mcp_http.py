@@ -94,7 +94,7 @@ class LeanCaller:
         """Whether the downstream answers this path in plain JSON, statelessly (one `tools/list`)."""
         try:
             _, answer = await self._post("tools/list", {}, None, within)
-        except (Unsent, Lost, TimeoutError, OSError):
+        except (Unsent, Lost, TimeoutError, OSError, Fallback):
             return False
         if answer.status != 200 or "mcp-session-id" in answer.headers or not _is_json(answer):
             return False
@@ -152,7 +152,10 @@ class LeanCaller:
             if header_map:
                 headers.extend(mcp_param_headers(header_map, params["arguments"]).items())
         body = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-        return request_id, await self.pool.post(body, headers, within)
+        try:
+            return request_id, await self.pool.post(body, headers, within)
+        except ValueError as exc:  # a header this path cannot write: nothing was sent
+            raise Fallback(str(exc)) from None
 
     def _result(self, answer: Answer, request_id: int) -> dict[str, Any]:
         """The JSON-RPC result of an answer, or the MCPError the SDK client would raise for it."""
