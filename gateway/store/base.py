@@ -20,6 +20,7 @@ from typing import Any
 
 from gateway.domain.admission import CallFacts
 from gateway.domain.contract import Contract
+from gateway.domain.keys import ApiKeyRecord, KeyEvent
 from gateway.errors import Refusal
 from gateway.store.chain import VerifyReport
 from gateway.store.records import (
@@ -269,6 +270,48 @@ class Store(abc.ABC):
         both against the time the action was admitted (or refused).
         Raises: InvalidRequest `invalid_cursor`.
         """
+
+    # -- API keys (gateway/domain/keys.py): the key is never passed in, only its sha256 ----
+    @abc.abstractmethod
+    async def create_api_key(
+        self, principal: Principal, *, name: str, roles: frozenset[str], key_sha256: str, expires_in: int | None
+    ) -> ApiKeyRecord:
+        """A key of the principal's tenant, created by it; recorded as a `key_created` event.
+
+        Raises: Conflict `key_name_taken` when a valid key of the tenant already has this name.
+        """
+
+    @abc.abstractmethod
+    async def get_api_key(self, tenant: str, key_id: str) -> ApiKeyRecord:
+        """Raises: NotFound (also for another tenant's key)."""
+
+    @abc.abstractmethod
+    async def list_api_keys(self, tenant: str, *, cursor: str | None = None, limit: int = 50) -> Page[ApiKeyRecord]:
+        """Oldest first, revoked and expired keys included. Raises: InvalidRequest `invalid_cursor`."""
+
+    @abc.abstractmethod
+    async def revoke_api_key(self, principal: Principal, key_id: str, *, reason: str | None = None) -> ApiKeyRecord:
+        """Invalid from the next lookup on; revoking a revoked key changes nothing. Raises: NotFound."""
+
+    @abc.abstractmethod
+    async def rotate_api_key(
+        self, principal: Principal, key_id: str, *, key_sha256: str, overlap: int, expires_in: int | None
+    ) -> tuple[ApiKeyRecord, ApiKeyRecord]:
+        """(new, old): a new key with the old one's name and roles; the old one expires at most
+        `overlap` seconds from now. Both changes are recorded (`key_rotated`, `key_created`).
+
+        Raises: NotFound; Conflict `key_not_active` (revoked, expired, or rotated already).
+        """
+
+    @abc.abstractmethod
+    async def find_api_key(self, key_sha256: str) -> ApiKeyRecord | None:
+        """The key with this hash if it is valid now (store clock): not revoked, not expired."""
+
+    @abc.abstractmethod
+    async def list_key_events(
+        self, tenant: str, *, key_id: str | None = None, cursor: str | None = None, limit: int = 100
+    ) -> Page[KeyEvent]:
+        """The tenant's key changes, oldest first. Raises: InvalidRequest `invalid_cursor`."""
 
 
 _log = logging.getLogger("warrant.store")

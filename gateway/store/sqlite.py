@@ -26,6 +26,7 @@ from gateway.store.sqlite_approvals import ApprovalOps
 from gateway.store.sqlite_audit import AuditOps
 from gateway.store.sqlite_base import Conn, cursor_after, default_process_id
 from gateway.store.sqlite_gate import GateOps
+from gateway.store.sqlite_keys import KeyOps
 from gateway.store.sqlite_record import RecordOps
 from gateway.store.sqlite_rows import (
     encode_cursor,
@@ -36,7 +37,7 @@ from gateway.store.sqlite_rows import (
 __all__ = ["SQLiteStore", "default_process_id"]
 
 
-class SQLiteStore(GateOps, ApprovalOps, RecordOps, AuditOps, Store):
+class SQLiteStore(GateOps, ApprovalOps, RecordOps, AuditOps, KeyOps, Store):
     """One SQLite file, WAL, every decision in one `BEGIN IMMEDIATE` transaction; split by concern
     into the parts it inherits (gate, approvals, record)."""
 

@@ -34,7 +34,6 @@ from gateway.errors import ConfigError, StoreError
 T = TypeVar("T")
 log = logging.getLogger("warrant.store")
 
-SCHEMA_VERSION = 3
 BUSY_TIMEOUT_S = 30.0
 LAZY_DELAY = 0.005  # seconds a lazy transaction may wait for a batch to join
 
@@ -47,6 +46,9 @@ def _migrations() -> list[tuple[int, str]]:
         if name.endswith(".sql") and name[:4].isdigit():
             found.append((int(name[:4]), entry.read_text(encoding="utf-8")))
     return sorted(found)
+
+
+SCHEMA_VERSION = _migrations()[-1][0]  # the newest migration this gateway ships
 
 
 class Database:
