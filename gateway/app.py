@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from gateway import __version__
 from gateway.adapters.base import Adapter
+from gateway.api.keys import routes as key_routes
 from gateway.api.routes import error_response
 from gateway.api.routes import routes as api_routes
 from gateway.api.tools import routes as tool_routes
@@ -113,6 +114,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         Route("/mcp", LeaseTokenGuard(mcp, gate_of, fast_path(server, gate_of, catalog))),
         *api_routes,
         *tool_routes,
+        *key_routes,
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found})
     return app

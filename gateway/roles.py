@@ -28,6 +28,7 @@ PERMISSIONS: frozenset[str] = frozenset(
         "usage.report",
         "tools.read",  # the catalog with pin states and pending definitions
         "tools.accept",  # accept a downstream tool definition (gateway-wide): admin only
+        "keys.manage",  # create, list, revoke and rotate the tenant's API keys: admin only
     }
 )
 

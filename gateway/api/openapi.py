@@ -97,6 +97,7 @@ def _enum(values: type[Any]) -> dict[str, Any]:
 
 def _operations() -> tuple[Op, ...]:
     # Imported here, not at the top: routes.py serves this module's route, and these are its models.
+    from gateway.api.keys import CreateKeyBody, RevokeKeyBody, RotateKeyBody
     from gateway.api.routes import ControlBody, DecisionBody, LeaseBody, ResolveBody
     from gateway.api.tools import AcceptBody
 
@@ -263,6 +264,54 @@ def _operations() -> tuple[Op, ...]:
             200,
             schemas.ToolView,
             AcceptBody,
+            True,
+            errors=(409,),
+        ),
+        Op(
+            "POST",
+            "/api/keys",
+            "Create an API key, shown once",
+            "keys.manage",
+            201,
+            schemas.KeyCreated,
+            CreateKeyBody,
+            True,
+            errors=(409,),
+        ),
+        Op(
+            "GET",
+            "/api/keys",
+            "The tenant's API keys (the first page starts with the bootstrap keys); never a key or its hash",
+            "keys.manage",
+            response=schemas.KeyPage,
+            query=(CURSOR, _limit(50, 500)),
+        ),
+        Op(
+            "GET",
+            "/api/keys/events",
+            "Every change to the tenant's keys, oldest first",
+            "keys.manage",
+            response=schemas.KeyEventPage,
+            query=(Param("key_id", TEXT, "only this key's changes"), CURSOR, _limit(100, 500)),
+        ),
+        Op(
+            "POST",
+            "/api/keys/{key_id}/revoke",
+            "Revoke a key: it fails from its next request on",
+            "keys.manage",
+            200,
+            schemas.KeyView,
+            RevokeKeyBody,
+            errors=(409,),
+        ),
+        Op(
+            "POST",
+            "/api/keys/{key_id}/rotate",
+            "A new key for this one; the old one works for the overlap",
+            "keys.manage",
+            201,
+            schemas.KeyRotated,
+            RotateKeyBody,
             True,
             errors=(409,),
         ),

@@ -257,6 +257,48 @@ class PendingToolPage(ItemsPage[PendingToolView]):
     pass
 
 
+# -- API keys (gateway/api/keys.py) ---------------------------------------------------------
+class KeyView(_View):
+    key_id: str
+    name: str
+    tenant: str
+    roles: list[str]
+    source: Literal["store", "config"] = Field(description="config: a bootstrap key, read-only here")
+    status: Literal["active", "expired", "revoked"]
+    created_at: Timestamp | None
+    created_by: str | None
+    expires_at: Timestamp | None
+    revoked_at: Timestamp | None
+    revoked_by: str | None
+    rotated_from: str | None
+    rotated_to: str | None
+
+
+class KeyCreated(KeyView):
+    key: str = Field(description="the key itself, shown this once and never again")
+
+
+class KeyRotated(KeyCreated):
+    old_key: KeyView = Field(description="the key replaced, with the expiry the overlap gave it")
+
+
+class KeyEventView(_View):
+    seq: int
+    key_id: str
+    type: Literal["key_created", "key_revoked", "key_rotated"]
+    at: Timestamp
+    by: str
+    data: dict[str, Any]
+
+
+class KeyPage(ItemsPage[KeyView]):
+    pass
+
+
+class KeyEventPage(ItemsPage[KeyEventView]):
+    pass
+
+
 # -- errors ----------------------------------------------------------------------------------
 class Problem(BaseModel):
     field: str
