@@ -4,11 +4,12 @@
     warrant stdio [--url http://127.0.0.1:8700]        (token from WARRANT_TOKEN)
     warrant ledger verify [--config warrant.yaml]      (offline: opens the store read-only)
     warrant tools list | pending | accept NAME [--sha256 H]   (over the API: WARRANT_URL, WARRANT_API_KEY)
+    warrant keys create --name N --role R [--expires-in D] | list | revoke ID | rotate ID --overlap D   (the same)
     warrant adapters import-openapi SPEC --name N [--base-url URL] [--out FILE [--force]]
     warrant version
 
-The operator commands over the HTTP API (runs, leases, approvals, keys) come with the
-operators' surface.
+The operator commands over the HTTP API (runs, leases, approvals) come with the operators'
+surface.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 
 from gateway import __version__
 from gateway.cli_adapters import add_commands as add_adapter_commands
+from gateway.cli_keys import add_commands as add_key_commands
 from gateway.cli_tools import add_commands as add_tool_commands
 from gateway.clock import SystemClock
 from gateway.config import find_config, load_settings
@@ -97,6 +99,7 @@ def parser() -> argparse.ArgumentParser:
     verify.add_argument("--config")
     verify.set_defaults(func=_verify)
     add_tool_commands(sub)
+    add_key_commands(sub)
     add_adapter_commands(sub)
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=lambda _args: print(__version__) or 0)

@@ -12,59 +12,25 @@ accepts and binds to that exact definition, so a definition that changes meanwhi
 from __future__ import annotations
 
 import argparse
-import logging
-import os
-import sys
-from collections.abc import Callable
 from typing import Any
 
-import httpx
-
-DEFAULT_URL = "http://127.0.0.1:8700"
-
-
-class ApiFailed(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"[{code}] {message}")
+from gateway import cli_http
+from gateway.cli_http import ApiFailed, add_url, reporting
 
 
 def add_commands(sub: Any) -> None:
     tools = sub.add_parser("tools", help="downstream tool definitions and their pins (WARRANT_API_KEY)")
     tools_sub = tools.add_subparsers(dest="tools_command", required=True)
     listing = tools_sub.add_parser("list", help="every exposed tool and its pin state")
-    listing.set_defaults(func=_reporting(_list))
+    listing.set_defaults(func=reporting(_list))
     pending = tools_sub.add_parser("pending", help="definitions waiting for an operator, as diffs")
-    pending.set_defaults(func=_reporting(_pending))
+    pending.set_defaults(func=reporting(_pending))
     accept = tools_sub.add_parser("accept", help="pin the definition pending for a tool (admin key)")
     accept.add_argument("name", help="the exposed tool name, e.g. files__write_note")
     accept.add_argument("--sha256", help="the definition hash to accept (default: the one pending now)")
-    accept.set_defaults(func=_reporting(_accept))
+    accept.set_defaults(func=reporting(_accept))
     for command in (listing, pending, accept):
-        command.add_argument("--url", help=f"the gateway (default: WARRANT_URL, else {DEFAULT_URL})")
-
-
-def _client(args: argparse.Namespace) -> httpx.Client:
-    key = os.environ.get("WARRANT_API_KEY", "")
-    if not key:
-        raise ApiFailed("unauthenticated", "set WARRANT_API_KEY to an API key of the gateway")
-    url = (args.url or os.environ.get("WARRANT_URL") or DEFAULT_URL).rstrip("/")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # plain output: no request log lines
-    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
-
-
-def _call(client: httpx.Client, method: str, path: str, body: Any = None) -> Any:
-    try:
-        response = client.request(method, path, json=body)
-    except httpx.HTTPError as exc:
-        raise ApiFailed("unreachable", f"cannot reach the gateway at {client.base_url}: {type(exc).__name__}") from exc
-    try:
-        data = response.json()
-    except ValueError:
-        data = {}
-    if response.status_code >= 400:
-        error = data.get("error", {}) if isinstance(data, dict) else {}
-        raise ApiFailed(str(error.get("code", response.status_code)), str(error.get("message", response.reason_phrase)))
-    return data
+        add_url(command)
 
 
 def _short(sha: str | None) -> str:
@@ -81,8 +47,8 @@ def _print_pending(item: dict[str, Any]) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    with _client(args) as client:
-        items = _call(client, "GET", "/api/tools")["items"]
+    with cli_http.client(args) as client:
+        items = cli_http.call(client, "GET", "/api/tools")["items"]
     for item in items:
         pin = item["pin"]
         policy = "" if item["has_policy"] else "  (no policy: refused)"
@@ -91,8 +57,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _pending(args: argparse.Namespace) -> int:
-    with _client(args) as client:
-        items = _call(client, "GET", "/api/tools/pending")["items"]
+    with cli_http.client(args) as client:
+        items = cli_http.call(client, "GET", "/api/tools/pending")["items"]
     if not items:
         print("no tool definition is pending")
         return 0
@@ -102,28 +68,15 @@ def _pending(args: argparse.Namespace) -> int:
 
 
 def _accept(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with cli_http.client(args) as client:
         sha = args.sha256
         if sha is None:
-            items = _call(client, "GET", "/api/tools/pending")["items"]
+            items = cli_http.call(client, "GET", "/api/tools/pending")["items"]
             found = [item for item in items if item["tool"] == args.name]
             if not found:
                 raise ApiFailed("not_found", f"no definition of {args.name} is pending")
             _print_pending(found[0])
             sha = found[0]["pin"]["definition_sha256"]
-        tool = _call(client, "POST", f"/api/tools/{args.name}/accept", {"definition_sha256": sha})
+        tool = cli_http.call(client, "POST", f"/api/tools/{args.name}/accept", {"definition_sha256": sha})
     print(f"{tool['tool']}: {tool['pin']['state']} {tool['pin']['definition_sha256']}")
     return 0
-
-
-def _reporting(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """An API refusal is one line on stderr and exit status 1."""
-
-    def command(args: argparse.Namespace) -> int:
-        try:
-            return func(args)
-        except ApiFailed as exc:
-            print(f"warrant: {exc}", file=sys.stderr)
-            return 1
-
-    return command

@@ -1,0 +1,72 @@
+"""The operator commands' HTTP client: one gateway, one API key, errors as `[code] message`.
+
+The gateway is `--url`, else WARRANT_URL, else http://127.0.0.1:8700; the API key comes from
+WARRANT_API_KEY. A refusal is one line on stderr (with `--json`: the error body on stdout) and
+exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8700"
+
+
+class ApiFailed(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"[{code}] {message}")
+        self.code = code
+        self.message = message
+
+
+def add_url(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--url", help=f"the gateway (default: WARRANT_URL, else {DEFAULT_URL})")
+
+
+def client(args: argparse.Namespace) -> httpx.Client:
+    """Raises: ApiFailed `unauthenticated` when WARRANT_API_KEY is not set."""
+    key = os.environ.get("WARRANT_API_KEY", "")
+    if not key:
+        raise ApiFailed("unauthenticated", "set WARRANT_API_KEY to an API key of the gateway")
+    url = (args.url or os.environ.get("WARRANT_URL") or DEFAULT_URL).rstrip("/")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # plain output: no request log lines
+    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+
+
+def call(client: httpx.Client, method: str, path: str, body: Any = None, params: dict[str, str] | None = None) -> Any:
+    """The answer's JSON. Raises: ApiFailed with the API's error code (`unreachable` without one)."""
+    try:
+        response = client.request(method, path, json=body, params=params)
+    except httpx.HTTPError as exc:
+        raise ApiFailed("unreachable", f"cannot reach the gateway at {client.base_url}: {type(exc).__name__}") from exc
+    try:
+        data = response.json()
+    except ValueError:
+        data = {}
+    if response.status_code >= 400:
+        error = data.get("error", {}) if isinstance(data, dict) else {}
+        raise ApiFailed(str(error.get("code", response.status_code)), str(error.get("message", response.reason_phrase)))
+    return data
+
+
+def reporting(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """An API refusal is one line on stderr (the error body on stdout with `--json`) and exit status 1."""
+
+    def command(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except ApiFailed as exc:
+            if getattr(args, "json", False):
+                print(json.dumps({"error": {"code": exc.code, "message": exc.message}}))
+            print(f"warrant: {exc}", file=sys.stderr)
+            return 1
+
+    return command
