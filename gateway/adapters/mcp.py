@@ -131,7 +131,6 @@ class McpAdapter(Adapter):
         self._refreshed = asyncio.Event()
         self._unsent: OrderedDict[str, None] = OrderedDict()  # idempotency keys whose POST never connected
         self._task: asyncio.Task[None] | None = None
-        self._tools: list[types.Tool] = []  # the last listing, as the SDK client gave it
         self._pool: Http11Pool | None = None  # the lean path's connections (url only)
         self._lean: LeanCaller | None = None  # set while the published client's downstream passed the probe
 
@@ -276,8 +275,8 @@ class McpAdapter(Adapter):
             reason = "the connection closed"
             try:
                 async with self._open() as client:
+                    await self._probe(client)  # first: start() returns once listed, lean or not
                     await self._list(client)
-                    await self._probe(client)
                     self._publish(client)
                     failures = 0
                     await self._watch(client)
@@ -332,7 +331,6 @@ class McpAdapter(Adapter):
                 cursor = page.next_cursor
                 if cursor is None:
                     break
-        self._tools = tools
         if self._lean is not None and self._lean.client is client:
             self._lean.learn(tools)
         definitions = [self._local(_definition(tool)) for tool in tools]
@@ -377,8 +375,7 @@ class McpAdapter(Adapter):
         info = CLIENT_INFO.model_dump(by_alias=True, mode="json", exclude_none=True)
         lean = LeanCaller(client, self._pool, version, info, self._unsent)
         if await lean.probe(self._config.timeout):
-            lean.learn(self._tools)
-            self._lean = lean
+            self._lean = lean  # its x-mcp-header maps come with the listing
         else:
             log.info("MCP server %s does not answer in plain JSON: calls go through the SDK client", self.name)
 

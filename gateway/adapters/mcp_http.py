@@ -151,10 +151,10 @@ class LeanCaller:
             header_map = self._param_headers.get(params["name"])
             if header_map:
                 headers.extend(mcp_param_headers(header_map, params["arguments"]).items())
-        body = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
         try:
+            body = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
             return request_id, await self.pool.post(body, headers, within)
-        except ValueError as exc:  # a header this path cannot write: nothing was sent
+        except ValueError as exc:  # a value or header this path cannot write: nothing was sent
             raise Fallback(str(exc)) from None
 
     def _result(self, answer: Answer, request_id: int) -> dict[str, Any]:
@@ -169,6 +169,8 @@ class LeanCaller:
             raise MCPError(types.INVALID_REQUEST, f"redirect (HTTP {status}) not followed")
         if status >= 400:
             error = _error_of(answer) if _is_json(answer) else None
+            if error is not None and error.code == HEADER_MISMATCH:
+                raise Fallback("header mismatch")  # the SDK client re-lists the tool and resends once
             if error is not None:
                 raise error
             if status == 404:
@@ -188,10 +190,12 @@ class LeanCaller:
             raise MCPError(types.INVALID_REQUEST, f"Unexpected content type: {content_type}")
         if not isinstance(reply, dict) or reply.get("jsonrpc") != "2.0":
             raise MCPError(types.PARSE_ERROR, "Failed to parse JSON response")
+        if reply.get("id") != request_id and not ("error" in reply and reply.get("id") is None):
+            raise MCPError(types.PARSE_ERROR, "Failed to parse JSON response")
         if "error" in reply:
             error = _as_error(reply["error"])
             if error.code == HEADER_MISMATCH:
-                raise Fallback("header mismatch")  # the SDK re-lists the tool and resends once
+                raise Fallback("header mismatch")
             raise error
         result = reply.get("result")
         if not isinstance(result, dict):

@@ -2,8 +2,9 @@
 
 Against the example server over streamable HTTP (stateless, JSON): calls take the lean path and
 end as they do through the SDK client (an adapter with `lean_http: false`). Against in-process SDK
-servers: the lean request carries what the SDK client sends; a server that answers in SSE, or that
-speaks only 2025-11-25 with sessions, keeps the SDK client.
+servers: the lean request carries what the SDK client sends; an answer in SSE is read, and the
+calls after it go through the SDK client; a server that speaks only 2025-11-25 (sessions) keeps the
+SDK client; a HEADER_MISMATCH hands the call to the SDK client, which re-lists and resends.
 """
 
 from __future__ import annotations
@@ -135,15 +136,19 @@ SCHEMA = {
 class Recorder:
     """A low-level SDK server with one tool, `echo`, that records what each call carried."""
 
-    def __init__(self) -> None:
+    def __init__(self, schema: dict[str, Any] = SCHEMA) -> None:
         self.calls: list[dict[str, Any]] = []
+        self.schema = schema
+        self.notify = False  # send a notification first: an SSE-mode server then answers in SSE
 
         async def list_tools(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
-            return types.ListToolsResult(tools=[types.Tool(name="echo", input_schema=SCHEMA)])
+            return types.ListToolsResult(tools=[types.Tool(name="echo", input_schema=self.schema)])
 
         async def call_tool(
             ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
         ) -> types.CallToolResult:
+            if self.notify:
+                await ctx.session.send_notification(types.ToolListChangedNotification(), ctx.request_id)
             headers = ctx.request.headers if ctx.request is not None else {}
             self.calls.append(
                 {
@@ -216,24 +221,41 @@ async def test_the_lean_request_carries_what_the_sdk_client_sends() -> None:
     assert through_lean["headers"]["mcp-name"] == "echo"
 
 
-@pytest.mark.parametrize(
-    ("case", "stateless", "json_response", "legacy_only"),
-    [
-        ("answers in SSE", True, False, False),
-        ("speaks 2025-11-25 with sessions", False, True, True),
-        ("speaks 2025-11-25 with sessions and SSE", False, False, True),
-    ],
-)
-async def test_a_downstream_that_is_not_stateless_json_keeps_the_sdk_client(
-    case: str, stateless: bool, json_response: bool, legacy_only: bool
-) -> None:
+@pytest.mark.parametrize(("case", "json_response"), [("with sessions", True), ("with sessions and SSE", False)])
+async def test_a_downstream_that_speaks_only_2025_11_25_keeps_the_sdk_client(case: str, json_response: bool) -> None:
     recorder = Recorder()
     async with (
-        serving(recorder, stateless=stateless, json_response=json_response, legacy_only=legacy_only) as url,
+        serving(recorder, stateless=False, json_response=json_response, legacy_only=True) as url,
         adapter_for(url) as adapter,
     ):
         assert not adapter.lean
         outcome = await adapter.call(request("echo", {"region": "eu"}, write=False))
     assert outcome.kind is OutcomeKind.SUCCEEDED and outcome.structured == {"ok": True}
     [seen] = recorder.calls
-    assert seen["version"] == ("2025-11-25" if legacy_only else "2026-07-28")
+    assert seen["version"] == "2025-11-25"
+
+
+async def test_an_answer_in_sse_is_read_and_later_calls_go_through_the_sdk_client() -> None:
+    recorder = Recorder()
+    async with serving(recorder, stateless=True, json_response=False) as url, adapter_for(url) as adapter:
+        assert adapter.lean  # a 2026-07-28 server in SSE mode answers quick calls in JSON
+        recorder.notify = True  # this call's answer is an event stream
+        first = await adapter.call(request("echo", {"region": "eu"}, write=True, key="wk_sse"))
+        assert not adapter.lean
+        second = await adapter.call(request("echo", {"region": "eu"}, write=False))
+    assert first.kind is OutcomeKind.SUCCEEDED and first.structured == {"ok": True}
+    assert second.kind is OutcomeKind.SUCCEEDED
+    assert len(recorder.calls) == 2
+
+
+async def test_a_header_mismatch_sends_the_call_through_the_sdk_client_which_relists_and_resends() -> None:
+    plain = {"type": "object", "properties": {"region": {"type": "string"}}}
+    recorder = Recorder(schema=plain)
+    async with serving(recorder, stateless=True, json_response=True) as url, adapter_for(url) as adapter:
+        assert adapter.lean
+        recorder.schema = SCHEMA  # now `region` must travel in Mcp-Param-Region too; the adapter listed it without
+        outcome = await adapter.call(request("echo", {"region": "eu"}, write=True, key="wk_mismatch"))
+        assert adapter.lean  # a refused request costs nothing but this call's detour
+    assert outcome.kind is OutcomeKind.SUCCEEDED
+    [seen] = recorder.calls  # executed once: the refused requests never reached the tool
+    assert seen["headers"]["mcp-param-region"] == "eu"
