@@ -288,6 +288,8 @@ def decode_cursor(cursor: str | None) -> int:
     if not cursor:
         return 0
     raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    if not raw.startswith("s") or not raw[1:].isdigit():
+    digits = raw[1:]
+    # ASCII digits only, and within SQLite's 64-bit integers: anything else was not handed out here.
+    if not raw.startswith("s") or not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
         raise ValueError("bad cursor")
-    return int(raw[1:])
+    return int(digits)
