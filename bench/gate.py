@@ -1,16 +1,19 @@
 """Throughput and latency of one tools/call through the gate, in process, on a real SQLite file.
 
-    .venv/bin/python bench/gate.py [--calls N] [--concurrency C] [--warmup W]
+    .venv/bin/python bench/gate.py [--calls N] [--concurrency C] [--warmup W] [--distinct-reads]
 
 One run (budgets far above what the bench uses), one lease, a `PythonAdapter` with a no-op read
 tool and a no-op write tool (policies: effect read, effect write). Each phase calls the gate
 `--calls` times, after `--warmup` calls of the same kind: reads and writes separately, first one
 call at a time, then `--concurrency` tasks at once. Every write carries a distinct payload, so
-none is replayed. Latency is measured around `Gate.call` (token to settled result).
+none is replayed; reads repeat one payload unless `--distinct-reads`. Latency is measured around
+`Gate.call` (token to settled result).
 
 Durable commits are counted, not assumed: the store's `Database.transaction` is wrapped to count
 the transactions run with `durable=True` (synchronous=FULL: the commit is fsynced) and with
 `durable=False` (synchronous=NORMAL), per action, split at the moment the adapter is dispatched.
+SQL statements per call are counted in a separate pass after the timed phases (a statement trace
+on the store's connection would slow the timed ones).
 """
 
 from __future__ import annotations
@@ -93,6 +96,39 @@ def count_store_work(store: SQLiteStore) -> None:
     db.read = counted_read  # type: ignore[method-assign]
 
 
+_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "PRAGMA")
+
+
+async def count_statements(store: SQLiteStore, bench: Bench, kind: str, calls: int) -> tuple[float, float]:
+    """SQL statements per call, sequential: (all, without transaction control and pragmas).
+
+    Sequential reads commit one read's lazy settle with the next read's admit, so the count per
+    read holds both. The pass ends by waiting for the store's queue, so the last settle counts.
+    """
+    seen: list[str] = []
+
+    def trace(sql: str) -> None:
+        seen.append(sql.lstrip().split(None, 1)[0].upper())
+
+    await store._db._call(lambda conn: conn.set_trace_callback(trace))
+    try:
+        await bench.phase(kind, calls, 1)
+        await store._db.read(lambda conn: None)  # the last lazy settle commits first
+    finally:
+        await store._db._call(lambda conn: conn.set_trace_callback(None))
+    data = [word for word in seen if word not in _CONTROL]
+    return len(seen) / calls, len(data) / calls
+
+
+def speed_probe() -> float:
+    """Milliseconds for a fixed piece of pure-Python work: how fast this machine was just now."""
+    started = time.perf_counter()
+    total = 0
+    for i in range(300_000):
+        total += i % 7
+    return (time.perf_counter() - started) * 1000
+
+
 def build_adapter() -> PythonAdapter:
     adapter = PythonAdapter("bench")
 
@@ -137,15 +173,16 @@ class Phase:
 
 
 class Bench:
-    def __init__(self, gate: Gate, token: str) -> None:
+    def __init__(self, gate: Gate, token: str, *, distinct_reads: bool = False) -> None:
         self.gate = gate
         self.token = token
+        self.distinct_reads = distinct_reads
         self.serial = 0  # makes every write's payload distinct
 
     def arguments(self, kind: str) -> tuple[str, dict[str, Any]]:
-        if kind == "read":
-            return READ_TOOL, {"q": "status"}
         self.serial += 1
+        if kind == "read":
+            return READ_TOOL, {"q": "status", "n": self.serial} if self.distinct_reads else {"q": "status"}
         return WRITE_TOOL, {"n": self.serial, "note": f"bench write {self.serial}"}
 
     async def one(self, kind: str, phase: Phase) -> None:
@@ -249,21 +286,29 @@ def _sqlite_version() -> str:
     return sqlite3.sqlite_version
 
 
-async def main(calls: int, concurrency: int, warmup: int) -> int:
+async def main(calls: int, concurrency: int, warmup: int, distinct_reads: bool) -> int:
+    probes = [speed_probe()]
     with tempfile.TemporaryDirectory(prefix="warrant-bench-") as folder:
         store, gate, token = await setup(os.path.join(folder, "bench.db"))
-        bench = Bench(gate, token)
+        bench = Bench(gate, token, distinct_reads=distinct_reads)
         phases: list[Phase] = []
+        statements: dict[str, tuple[float, float]] = {}
         try:
             for kind in ("read", "write"):
                 await bench.phase(kind, warmup, 1)
                 phases.append(await bench.phase(kind, calls, 1))
                 phases.append(await bench.phase(kind, calls, concurrency))
+            for kind in ("read", "write"):
+                statements[kind] = await count_statements(store, bench, kind, 200)
         finally:
             await store.close()
+    probes.append(speed_probe())
 
     print(f"Warrant gate benchmark: {machine()}")
+    reads = "distinct payloads" if distinct_reads else "one payload, repeated"
     print(f"in process, SQLite WAL file in a temp dir, no-op Python adapter; {warmup} warm-up calls per kind")
+    print(f"reads: {reads}")
+    print(f"speed probe (fixed Python loop, lower is faster): {probes[0]:.0f} ms before, {probes[1]:.0f} ms after")
     print("durable tx / normal tx / reads: store transactions (synchronous FULL / NORMAL) and read round trips")
     print("per call, counted by wrapping Database.transaction and Database.read during the measured phases")
     print()
@@ -276,6 +321,8 @@ async def main(calls: int, concurrency: int, warmup: int) -> int:
         before = sum(p.before_dispatch for p in mine) / n
         after = sum(p.after_dispatch for p in mine) / n
         print(f"durable commits per {kind}: {durable:g} (before dispatch: {before:g}, after: {after:g})")
+    for kind, (every, data) in statements.items():
+        print(f"SQL statements per {kind} (sequential): {every:.2f}, of which {data:.2f} not BEGIN/COMMIT/SAVEPOINT")
     failed = [p for p in phases if p.errors]
     for p in failed:
         print(f"ERROR: {len(p.errors)} {p.kind} calls failed: {sorted(set(p.errors))}", file=sys.stderr)
@@ -287,7 +334,8 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=2000, help="measured calls per phase (default 2000)")
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent tasks (default 16)")
     parser.add_argument("--warmup", type=int, default=200, help="warm-up calls per kind (default 200)")
+    parser.add_argument("--distinct-reads", action="store_true", help="give every read a payload of its own")
     options = parser.parse_args()
     if options.calls < 1 or options.concurrency < 1 or options.warmup < 0:
         parser.error("--calls and --concurrency must be at least 1, --warmup at least 0")
-    sys.exit(asyncio.run(main(options.calls, options.concurrency, options.warmup)))
+    sys.exit(asyncio.run(main(options.calls, options.concurrency, options.warmup, options.distinct_reads)))
