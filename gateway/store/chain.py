@@ -57,6 +57,7 @@ class Head:
 class BadEntry:
     run_id: str
     seq: int | None
+    code: str  # stable: entry_missing, entry_unlinked, entry_malformed, entry_edited, head_*, tail_missing, ...
     problem: str
 
     def as_dict(self) -> dict[str, Any]:
@@ -75,34 +76,42 @@ def verify_run(run_id: str, rows: Iterable[EntryRow], head: Head | None, key: by
         count += 1
         if row.seq != expected_seq:
             # Name the position that is wrong (as for a cut-off tail), not the intact row found there.
-            return count, BadEntry(run_id, expected_seq, f"found entry {row.seq} here: a row is missing or moved")
+            return count, BadEntry(
+                run_id, expected_seq, "entry_missing", f"found entry {row.seq} here: a row is missing or moved"
+            )
         if row.prev_hash != prev:
-            return count, BadEntry(run_id, row.seq, "does not link to the entry before it")
+            return count, BadEntry(run_id, row.seq, "entry_unlinked", "does not link to the entry before it")
         try:
             body = json.loads(row.body)
         except ValueError:
-            return count, BadEntry(run_id, row.seq, "body is not JSON")
+            return count, BadEntry(run_id, row.seq, "entry_malformed", "body is not JSON")
         if not isinstance(body, dict) or body.get("run_id") != run_id or body.get("seq") != row.seq:
-            return count, BadEntry(run_id, row.seq, "body names another run or position")
+            return count, BadEntry(run_id, row.seq, "entry_malformed", "body names another run or position")
         if body.get("type") != row.type:
-            return count, BadEntry(run_id, row.seq, "type column differs from the hashed body")
+            return count, BadEntry(run_id, row.seq, "entry_malformed", "type column differs from the hashed body")
         if entry_hash(prev, row.body) != row.hash:
-            return count, BadEntry(run_id, row.seq, "hash does not match the body: the entry was edited")
+            return count, BadEntry(
+                run_id, row.seq, "entry_edited", "hash does not match the body: the entry was edited"
+            )
         prev = row.hash
         expected_seq += 1
     last_seq = expected_seq - 1
     if head is None:
-        return count, BadEntry(run_id, None, "the run has no chain head")
+        return count, BadEntry(run_id, None, "head_missing", "the run has no chain head")
     if not hmac.compare_digest(head.mac, head_mac(key, run_id, head.seq, head.hash)):
-        return count, BadEntry(run_id, head.seq, "the head's MAC is wrong: rewritten without the ledger key")
+        return count, BadEntry(
+            run_id, head.seq, "head_mac_invalid", "the head's MAC is wrong: rewritten without the ledger key"
+        )
     if head.seq != last_seq or head.hash != prev:
         if head.seq > last_seq:
             return count, BadEntry(
-                run_id, last_seq + 1, f"entries {last_seq + 1}..{head.seq} are missing (cut-off tail)"
+                run_id, last_seq + 1, "tail_missing", f"entries {last_seq + 1}..{head.seq} are missing (cut-off tail)"
             )
         if head.seq < last_seq:
-            return count, BadEntry(run_id, head.seq + 1, "entries were appended after the MAC'd head")
-        return count, BadEntry(run_id, head.seq, "the chain does not end at its MAC'd head")
+            return count, BadEntry(
+                run_id, head.seq + 1, "entries_after_head", "entries were appended after the MAC'd head"
+            )
+        return count, BadEntry(run_id, head.seq, "head_mismatch", "the chain does not end at its MAC'd head")
     return count, None
 
 
