@@ -22,7 +22,7 @@ from gateway.domain.admission import CallFacts
 from gateway.domain.contract import Contract
 from gateway.domain.keys import ApiKeyRecord, KeyEvent
 from gateway.errors import Refusal
-from gateway.store.chain import VerifyReport
+from gateway.store.chain import EntryRow, VerifyReport
 from gateway.store.records import (
     ActionRecord,
     ApprovalRecord,
@@ -40,6 +40,7 @@ from gateway.store.records import (
     ToolPin,
     ToolPins,
 )
+from gateway.store.reports import Gauges, HealthReport, RunExport
 
 
 @dataclass(frozen=True)
@@ -312,6 +313,30 @@ class Store(abc.ABC):
         self, tenant: str, *, key_id: str | None = None, cursor: str | None = None, limit: int = 100
     ) -> Page[KeyEvent]:
         """The tenant's key changes, oldest first. Raises: InvalidRequest `invalid_cursor`."""
+
+    # -- evidence, metrics and health ------------------------------------------------------
+    @abc.abstractmethod
+    async def export_snapshot(self, tenant: str, run_id: str) -> RunExport:
+        """The run, its MAC'd head and every action row, in ONE read. Raises: NotFound."""
+
+    @abc.abstractmethod
+    async def ledger_entries(self, run_id: str, *, after: int, upto: int, limit: int) -> list[EntryRow]:
+        """The run's chain entries exactly as stored, seq in (after, upto], in order."""
+
+    @abc.abstractmethod
+    async def blob_texts(self, sha256s: Sequence[str]) -> dict[str, str | None]:
+        """Stored bodies as their exact canonical JSON; None for one purged (or never stored)."""
+
+    @abc.abstractmethod
+    async def gauges(self, tenant: str, *, limit: int) -> Gauges:
+        """The tenant's approvals pending, unknown actions and (the newest `limit`) active runs.
+
+        May be slow on a large store: implementations keep it off the gate's transactions.
+        """
+
+    @abc.abstractmethod
+    async def health(self) -> HealthReport:
+        """A trivial query, and the store's background work. The caller bounds the wait."""
 
 
 _log = logging.getLogger("warrant.store")

@@ -33,11 +33,12 @@ from gateway.store.sqlite_rows import (
     put_blob,
     run_from_row,
 )
+from gateway.store.sqlite_stats import StatsOps
 
 __all__ = ["SQLiteStore", "default_process_id"]
 
 
-class SQLiteStore(GateOps, ApprovalOps, RecordOps, AuditOps, KeyOps, Store):
+class SQLiteStore(GateOps, ApprovalOps, RecordOps, AuditOps, KeyOps, StatsOps, Store):
     """One SQLite file, WAL, every decision in one `BEGIN IMMEDIATE` transaction; split by concern
     into the parts it inherits (gate, approvals, record)."""
 

@@ -1,0 +1,33 @@
+"""What the store reads for evidence exports, metrics and health: plain records, no store types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.store.chain import Head
+from gateway.store.records import ActionRecord, RunRecord
+
+
+@dataclass(frozen=True)
+class RunExport:
+    """One consistent read of a run for its evidence bundle: the entries up to `head` describe
+    exactly these action rows (its entries are read afterwards, by seq: they never change)."""
+
+    run: RunRecord
+    head: Head | None  # None: the run has no MAC'd head (verification names it)
+    actions: list[ActionRecord]  # in the order they were recorded
+
+
+@dataclass(frozen=True)
+class Gauges:
+    """A tenant's state as /metrics shows it, read at scrape time."""
+
+    approvals_pending: int
+    oldest_pending_at: float | None  # when the oldest pending approval was requested
+    actions_unknown: int
+    active_runs: int  # every run not in a terminal status
+    budgets: list[RunRecord]  # the newest active runs, at most `limit` of them
+
+
+HealthReport = dict[str, dict[str, Any]]  # check name -> {"status": "ok" | "down", ...}

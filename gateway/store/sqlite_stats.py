@@ -1,0 +1,113 @@
+"""The SQLite store's reports: evidence exports, metrics gauges, health.
+
+Reports that may take long (a whole run's action rows, counting unknown actions across a
+tenant) run on a connection of their own on a worker thread, inside one read transaction: WAL
+gives it one snapshot of the file, and the gate's connection and its writes never wait for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from gateway.domain.lifecycle import RunStatus
+from gateway.errors import StoreError
+from gateway.store.chain import EntryRow, Head
+from gateway.store.reports import Gauges, HealthReport, RunExport
+from gateway.store.sqlite_base import Conn, SQLiteBase
+from gateway.store.sqlite_db import BUSY_TIMEOUT_S
+from gateway.store.sqlite_rows import action_from_row, run_from_row
+
+T = TypeVar("T")
+
+_ACTIVE = tuple(s.value for s in RunStatus if not s.terminal)
+_ACTIVE_SQL = f"status IN ({', '.join('?' for _ in _ACTIVE)})"
+_BLOBS_PER_QUERY = 500
+
+
+class StatsOps(SQLiteBase):
+    async def _aside(self, fn: Callable[[Conn], T]) -> T:
+        """Run `fn` as ONE read transaction on a connection of its own (an in-memory store has
+        only the one it serves from). It sees what was committed when it began."""
+        path = self._db.path
+        if path == ":memory:":
+            return await self._db.read(fn)
+
+        def run() -> T:
+            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            try:
+                conn.row_factory = sqlite3.Row
+                conn.execute("PRAGMA query_only = ON")
+                conn.execute("BEGIN")
+                return fn(conn)
+            finally:
+                conn.close()  # ends the read transaction
+
+        try:
+            return await asyncio.to_thread(run)
+        except sqlite3.Error as exc:
+            raise StoreError(f"the SQLite store could not complete a report: {exc}") from exc
+
+    async def export_snapshot(self, tenant: str, run_id: str) -> RunExport:
+        def read(conn: Conn) -> RunExport:
+            row = self._run_row(conn, run_id, tenant)
+            head = Head(run_id, row["head_seq"], row["head_hash"], row["head_mac"]) if row["head_mac"] else None
+            actions = conn.execute("SELECT * FROM actions WHERE run_id = ? ORDER BY seq", (run_id,))
+            return RunExport(run_from_row(row), head, [action_from_row(a) for a in actions])
+
+        await self._db.read(lambda conn: None)  # reads' settles still queued commit first
+        return await self._aside(read)
+
+    async def ledger_entries(self, run_id: str, *, after: int, upto: int, limit: int) -> list[EntryRow]:
+        def read(conn: Conn) -> list[EntryRow]:
+            rows = conn.execute(
+                "SELECT run_id, seq, type, body, prev_hash, hash FROM events "
+                "WHERE run_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+                (run_id, after, upto, limit),
+            )
+            return [EntryRow(*r) for r in rows]
+
+        return await self._aside(read)
+
+    async def blob_texts(self, sha256s: Sequence[str]) -> dict[str, str | None]:
+        wanted = list(dict.fromkeys(sha256s))
+
+        def read(conn: Conn) -> dict[str, str | None]:
+            found: dict[str, str | None] = dict.fromkeys(wanted)
+            for i in range(0, len(wanted), _BLOBS_PER_QUERY):
+                chunk = wanted[i : i + _BLOBS_PER_QUERY]
+                marks = ", ".join("?" for _ in chunk)
+                for sha, body in conn.execute(f"SELECT sha256, body FROM blobs WHERE sha256 IN ({marks})", chunk):
+                    found[sha] = body.decode("utf-8") if isinstance(body, bytes) else body
+            return found
+
+        return await self._aside(read)
+
+    async def gauges(self, tenant: str, *, limit: int) -> Gauges:
+        def read(conn: Conn) -> Gauges:
+            pending, oldest = conn.execute(
+                "SELECT COUNT(*), MIN(created_at) FROM approvals WHERE tenant = ? AND status = 'pending'", (tenant,)
+            ).fetchone()
+            unknown = conn.execute(
+                "SELECT COUNT(*) FROM actions WHERE tenant = ? AND status = 'unknown'", (tenant,)
+            ).fetchone()[0]
+            active = conn.execute(
+                f"SELECT COUNT(*) FROM runs WHERE tenant = ? AND {_ACTIVE_SQL}", (tenant, *_ACTIVE)
+            ).fetchone()[0]
+            rows = conn.execute(
+                f"SELECT * FROM runs WHERE tenant = ? AND {_ACTIVE_SQL} ORDER BY seq DESC LIMIT ?",
+                (tenant, *_ACTIVE, limit),
+            )
+            return Gauges(pending, oldest, unknown, active, [run_from_row(r) for r in rows])
+
+        return await self._aside(read)
+
+    async def health(self) -> HealthReport:
+        await self._db.read(lambda conn: conn.execute("SELECT 1").fetchone())
+        report: HealthReport = {"store": {"status": "ok"}}
+        checkpointer = self._db._checkpointer  # a file store's WAL checkpoints (sqlite_db.py)
+        if checkpointer is not None:
+            report["checkpointer"] = {"status": "ok" if checkpointer._thread.is_alive() else "down"}
+        return report
