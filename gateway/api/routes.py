@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from gateway.api.audit import audit_filters
 from gateway.api.events import run_events
+from gateway.api.export import export_run
 from gateway.api.openapi import openapi_json
 from gateway.api.views import action_view, approval_view, run_view
 from gateway.clock import isoformat
@@ -395,6 +396,7 @@ routes = [
     Route("/api/approvals/{approval_id}/approve", approve, methods=["POST"]),
     Route("/api/approvals/{approval_id}/deny", deny, methods=["POST"]),
     Route("/api/ledger/verify", verify_ledger, methods=["GET"]),
+    Route("/api/runs/{run_id}/export", endpoint("ledger.verify")(export_run), methods=["GET"]),
     Route("/api/runs/{run_id}/revise", not_yet("revise", "progress and recovery"), methods=["POST"]),
     Route("/api/runs/{run_id}/reconcile", reconcile_run, methods=["POST"]),
     Route("/api/runs/{run_id}/successor", not_yet("successor", "progress and recovery"), methods=["POST"]),
