@@ -5,11 +5,15 @@
     warrant ledger verify [--config warrant.yaml]      (offline: opens the store read-only)
     warrant tools list | pending | accept NAME [--sha256 H]   (over the API: WARRANT_URL, WARRANT_API_KEY)
     warrant keys create --name N --role R [--expires-in D] | list | revoke ID | rotate ID --overlap D   (the same)
+    warrant runs create FILE | list | show R | pause R | resume R | cancel R [--hard] | successor R | actions R
+    warrant leases acquire R [--worker W] [--takeover] | renew        (the same; renew: WARRANT_TOKEN)
+    warrant approvals list | show ID | approve ID | deny ID [--note T] [--sha256 H]   (the same)
+    warrant events tail R [--from SEQ] [--no-follow]                    (the same)
     warrant adapters import-openapi SPEC --name N [--base-url URL] [--out FILE [--force]]
     warrant version
 
-The operator commands over the HTTP API (runs, leases, approvals) come with the operators'
-surface.
+The operator commands (tools, keys, runs, leases, approvals, events, ledger export) talk to a
+running gateway over its HTTP API (gateway/cli_http.py).
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ import sys
 
 from gateway import __version__
 from gateway.cli_adapters import add_commands as add_adapter_commands
+from gateway.cli_approvals import add_commands as add_approval_commands
+from gateway.cli_events import add_commands as add_event_commands
 from gateway.cli_keys import add_commands as add_key_commands
+from gateway.cli_runs import add_commands as add_run_commands
 from gateway.cli_tools import add_commands as add_tool_commands
 from gateway.clock import SystemClock
 from gateway.config import find_config, load_settings
@@ -100,6 +107,9 @@ def parser() -> argparse.ArgumentParser:
     verify.set_defaults(func=_verify)
     add_tool_commands(sub)
     add_key_commands(sub)
+    add_run_commands(sub)
+    add_approval_commands(sub)
+    add_event_commands(sub)
     add_adapter_commands(sub)
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=lambda _args: print(__version__) or 0)
