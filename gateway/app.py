@@ -1,4 +1,4 @@
-"""`warrant serve`: one Starlette app. MCP at /mcp, the operator API under /api, /healthz.
+"""`warrant serve`: one Starlette app. MCP at /mcp, the operator API under /api, /healthz, /metrics.
 
 Resources live in the lifespan: the store is opened, orphaned actions of dead processes are
 marked `unknown`, adapters are started; all of it is closed in reverse on the way out.
@@ -9,14 +9,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator, Sequence
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway import __version__
+from gateway import tracing
 from gateway.adapters.base import Adapter
 from gateway.api.keys import routes as key_routes
 from gateway.api.routes import error_response
@@ -28,6 +29,7 @@ from gateway.config import Settings, load_adapter
 from gateway.errors import ConfigError, NotFound
 from gateway.gate import Gate
 from gateway.mcp_front import LeaseTokenGuard, build_mcp_server, fast_path, mcp_app, running
+from gateway.observe import healthz, metrics
 from gateway.pins import Pins
 from gateway.policy.loader import load_policies
 from gateway.service import Gateway
@@ -56,13 +58,6 @@ async def start_adapters(adapters: Sequence[Adapter], started: list[Adapter]) ->
             raise result
 
 
-async def healthz(request: Request) -> Response:
-    gateway: Gateway = request.app.state.gateway
-    return JSONResponse(
-        {"status": "ok", "version": __version__, "process_id": gateway.store.process_id, "tools": len(gateway.catalog)}
-    )
-
-
 async def not_found(request: Request, exc: Exception) -> Response:
     return error_response(NotFound(f"no route {request.method} {request.url.path}"))
 
@@ -72,6 +67,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
     MCP server lists are checked once the adapters started, in the lifespan: a problem stops it."""
     clock = clock or SystemClock()
     catalog, adapters = build_catalog(settings, extra_adapters)
+    tracing.configure(os.environ)  # OpenTelemetry's own variables; traces stay off without them
 
     def gate_of() -> Gate:
         gateway: Gateway = app.state.gateway
@@ -111,7 +107,8 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
 
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
-        Route("/mcp", LeaseTokenGuard(mcp, gate_of, fast_path(server, gate_of, catalog))),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/mcp", tracing.traced_mcp(LeaseTokenGuard(mcp, gate_of, fast_path(server, gate_of, catalog)))),
         *api_routes,
         *tool_routes,
         *key_routes,

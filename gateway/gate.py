@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway import tracing
 from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
 from gateway.canonical import payload_sha256
 from gateway.catalog import Catalog, ToolSpec
@@ -37,6 +38,7 @@ from gateway.domain.operations import (
 )
 from gateway.domain.units import format_money, parse_duration
 from gateway.errors import Refusal, Unauthenticated, WarrantError
+from gateway.metrics import Metrics
 from gateway.policy.engine import approval_rule, authority_refusal
 from gateway.store.base import Admitted, Held, Refused, Stale, Store
 from gateway.store.records import (
@@ -87,6 +89,7 @@ class Gate:
         self._tokens: dict[str, TokenInfo] = {}
         self._in_flight: dict[str, set[asyncio.Task[Any]]] = defaultdict(set)
         self._aborting: set[asyncio.Task[Any]] = set()  # dispatches a hard cancel is aborting
+        self.metrics = Metrics(known_tool=lambda name: catalog.get(name) is not None)
 
     # -- step 1 ------------------------------------------------------------------------------
     async def authenticate(self, token: str | None) -> TokenInfo:
@@ -154,7 +157,19 @@ class Gate:
         Raises:
             Unauthenticated: missing or unknown token (the only case answered without a result).
         """
+        with tracing.decision(tool) as span:
+            result = await self._call_entry(token, tool, arguments, meta)
+            tracing.decided(span, result.meta.get(META_ACTION_ID), result.code)
+            if META_BUDGET not in result.meta:  # not dispatched: a dispatched call counts as it settles
+                outcome = "replayed" if result.meta.get(META_REPLAYED) else "refused"
+                self.metrics.observe_call(tool, outcome, result.code)
+            return result
+
+    async def _call_entry(
+        self, token: str | None, tool: str, arguments: Any, meta: Mapping[str, Any] | None
+    ) -> CallResult:
         info = await self._identify(token)
+        tracing.tag_run(info.run.run_id, info.run.tenant)
         try:
             digest = payload_sha256(arguments)
         except ValueError:
@@ -245,7 +260,7 @@ class Gate:
             repeat_of=repeat_of,
             spec_version=run.spec_version,
         )
-        admitted = await self.store.admit(intent, facts)
+        admitted = await self.metrics.timed(self.store.admit(intent, facts))
         if isinstance(admitted, Stale):
             if stale_retry:
                 raise RuntimeError("the run's contract changed twice during one call")
@@ -402,7 +417,8 @@ class Gate:
             write=spec.is_write,
         )
         try:
-            outcome = await asyncio.wait_for(spec.adapter.call(request), timeout=spec.timeout)
+            call = tracing.downstream(spec.name, spec.adapter.name, action, spec.adapter.call(request))
+            outcome = await asyncio.wait_for(call, timeout=spec.timeout)
         except TimeoutError:
             outcome = _uncertain(spec, "upstream_unavailable", f"no answer within {spec.timeout:g} s")
         except asyncio.CancelledError:
@@ -424,6 +440,7 @@ class Gate:
     async def _settle(self, spec: ToolSpec, admitted: Admitted, outcome: Outcome) -> CallResult:
         action = admitted.action
         settlement = _settlement(spec, outcome, admitted.currency)
+        self.metrics.observe_call(spec.name, outcome.kind.value)
         if spec.is_write:
             settled = await self.store.settle(action.action_id, settlement)
             assert settled.run is not None

@@ -24,11 +24,12 @@ PERMISSIONS: frozenset[str] = frozenset(
         "actions.read",
         "actions.resolve",
         "events.read",
-        "ledger.verify",
+        "ledger.verify",  # also exports a run's evidence bundle: what verifying offline needs
         "usage.report",
         "tools.read",  # the catalog with pin states and pending definitions
         "tools.accept",  # accept a downstream tool definition (gateway-wide): admin only
         "keys.manage",  # create, list, revoke and rotate the tenant's API keys: admin only
+        "metrics.read",  # /metrics: the tenant's gauges name its runs
     }
 )
 
@@ -48,7 +49,9 @@ ROLES: dict[str, frozenset[str]] = {
         }
     ),
     "approver": frozenset({"approvals.read", "approvals.decide", "tools.read"}),
-    "auditor": frozenset({"runs.read", "actions.read", "events.read", "ledger.verify", "approvals.read", "tools.read"}),
+    "auditor": frozenset(
+        {"runs.read", "actions.read", "events.read", "ledger.verify", "approvals.read", "tools.read", "metrics.read"}
+    ),
     "worker": frozenset({"leases.acquire", "usage.report"}),
 }
 

@@ -122,3 +122,9 @@ class Adapter(abc.ABC):
 
     async def revoke(self, run_id: str) -> None:  # noqa: B027 - optional hook
         """Revoke run-scoped credentials when a run is cancelled. Default: nothing to revoke."""
+
+    def health(self) -> dict[str, Any]:
+        """For /healthz, at once and without I/O: `{"status": "ok" | "degraded" | "down", ...}` with
+        a few plain facts (a supervisor running, a connection up), never a secret or an error's text.
+        Default: ok (nothing in the background)."""
+        return {"status": "ok"}
