@@ -3,6 +3,7 @@
     warrant serve [--config warrant.yaml] [--host H] [--port P]
     warrant stdio [--url http://127.0.0.1:8700]        (token from WARRANT_TOKEN)
     warrant ledger verify [--config warrant.yaml]      (offline: opens the store read-only)
+    warrant ledger export --run R [--out FILE] | verify --file B [--key-file K]   (evidence bundles: cli_ledger.py)
     warrant tools list | pending | accept NAME [--sha256 H]   (over the API: WARRANT_URL, WARRANT_API_KEY)
     warrant keys create --name N --role R [--expires-in D] | list | revoke ID | rotate ID --overlap D   (the same)
     warrant runs create FILE | list | show R | pause R | resume R | cancel R [--hard] | successor R | actions R
@@ -29,6 +30,7 @@ from gateway.cli_adapters import add_commands as add_adapter_commands
 from gateway.cli_approvals import add_commands as add_approval_commands
 from gateway.cli_events import add_commands as add_event_commands
 from gateway.cli_keys import add_commands as add_key_commands
+from gateway.cli_ledger import add_commands as add_ledger_commands
 from gateway.cli_runs import add_commands as add_run_commands
 from gateway.cli_tools import add_commands as add_tool_commands
 from gateway.clock import SystemClock
@@ -105,6 +107,7 @@ def parser() -> argparse.ArgumentParser:
     verify = ledger_sub.add_parser("verify", help="recompute every run's chain and check its MAC'd head")
     verify.add_argument("--config")
     verify.set_defaults(func=_verify)
+    add_ledger_commands(ledger_sub, verify)
     add_tool_commands(sub)
     add_key_commands(sub)
     add_run_commands(sub)
