@@ -1,0 +1,49 @@
+"""`warrant serve` as a real process for end-to-end tests: started, waited for on /healthz, stopped."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+from tests.e2e.test_mcp_end_to_end import _stop
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def clean_environ() -> dict[str, str]:
+    """This process's environment without WARRANT_* and OTEL_*: a test says what its children get."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("WARRANT_", "OTEL_"))}
+
+
+@contextlib.contextmanager
+def warrant_serve(config: Path, url: str, env: dict[str, str], log: Path, wait: float) -> Iterator[None]:
+    """Run `warrant serve --config CONFIG` (its output in LOG) until the block ends; it answers at URL
+    within `wait` seconds or the test fails with the log's tail."""
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gateway.cli", "serve", "--config", str(config), "--log-level", "warning"],
+            env=env,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            assert proc.poll() is None, f"serve exited {proc.returncode}:\n{log.read_text()[-4000:]}"
+            assert time.monotonic() < deadline, f"serve did not answer in time:\n{log.read_text()[-4000:]}"
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            time.sleep(0.05)
+        yield
+    finally:
+        _stop(proc)
