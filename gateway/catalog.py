@@ -18,7 +18,6 @@ gate can refuse them `tool_definition_changed` and the operator API can show the
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -31,14 +30,12 @@ from gateway.adapters.base import Adapter, ToolDefinition
 from gateway.domain.admission import Reservation
 from gateway.domain.units import parse_money
 from gateway.errors import ConfigError
+from gateway.names import ADAPTER_NAME, EXPOSED_NAME, RESERVED_PREFIX
 from gateway.policy.model import ToolPolicy
 from gateway.store.records import ToolPin
 
 log = logging.getLogger("warrant.catalog")
 
-ADAPTER_NAME = re.compile(r"^[a-z][a-z0-9]{0,15}$")
-EXPOSED_NAME = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
-RESERVED_PREFIX = "warrant_"
 DEFAULT_TIMEOUT = 30.0
 
 

@@ -33,8 +33,6 @@ from gateway.cli_keys import add_commands as add_key_commands
 from gateway.cli_ledger import add_commands as add_ledger_commands
 from gateway.cli_runs import add_commands as add_run_commands
 from gateway.cli_tools import add_commands as add_tool_commands
-from gateway.clock import SystemClock
-from gateway.config import find_config, load_settings
 from gateway.errors import ConfigError, StoreError
 
 
@@ -42,6 +40,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gateway.app import create_app
+    from gateway.config import find_config, load_settings
     from gateway.store.factory import serving
 
     settings = load_settings(find_config(args.config))
@@ -57,6 +56,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from gateway.clock import SystemClock
+    from gateway.config import find_config, load_settings
     from gateway.store.factory import open_store
 
     settings = load_settings(find_config(args.config))

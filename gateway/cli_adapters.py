@@ -29,7 +29,7 @@ import yaml
 from gateway.clock import SystemClock
 from gateway.errors import ConfigError
 from gateway.openapi_import import GUESSED_RETENTION, KEY_RETENTION, ImportResult, OpenApiError, import_openapi
-from gateway.policy.loader import read_yaml
+from gateway.yamlfile import read_yaml
 
 FETCH_TIMEOUT = 10.0
 

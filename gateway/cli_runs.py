@@ -122,9 +122,9 @@ def read_contract(source: str) -> dict[str, Any]:
 
     Raises: ApiFailed `unreadable` (the file) or `invalid_contract` (not a JSON-able mapping).
     """
-    import yaml  # here, not at the top: the policy modules load CEL, which no other command needs
+    import yaml
 
-    from gateway.policy.loader import _UniqueKeyLoader  # the project's safe loader, for text (stdin too)
+    from gateway.yamlfile import parse_yaml  # the project's safe loader, for text (stdin too)
 
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
@@ -134,7 +134,7 @@ def read_contract(source: str) -> dict[str, Any]:
         if source.lower().endswith(".json"):
             data = json.loads(text)
         else:  # YAML reads JSON too; stdin may be either
-            data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: safe
+            data = parse_yaml(text)
     except (ValueError, yaml.YAMLError) as exc:
         raise ApiFailed("invalid_contract", f"{source} is not valid {_kind(source)}: {exc}") from exc
     if not isinstance(data, dict):

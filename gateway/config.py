@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gateway.adapters.base import Adapter
 from gateway.domain.contract import problems_of
 from gateway.errors import ConfigError
-from gateway.policy.loader import read_yaml
 from gateway.roles import Role
+from gateway.yamlfile import read_yaml
 
 DEFAULT_CONFIG = "warrant.yaml"
 _Model = TypeVar("_Model", bound=BaseModel)

@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urljoin
 
-from gateway.catalog import ADAPTER_NAME, RESERVED_PREFIX
 from gateway.errors import ConfigError
+from gateway.names import ADAPTER_NAME, RESERVED_PREFIX
 
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 MAX_EXPOSED = 48  # the catalog's EXPOSED_NAME: `<adapter>__<tool>` is at most 48 characters

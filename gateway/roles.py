@@ -6,10 +6,12 @@ grants it. Every key belongs to one tenant, and every query is scoped to it.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from gateway.errors import Forbidden
-from gateway.store.records import Principal
+
+if TYPE_CHECKING:  # the CLI reads the role table without importing the store
+    from gateway.store.records import Principal
 
 Role = Literal["admin", "operator", "approver", "auditor", "worker"]
 

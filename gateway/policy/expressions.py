@@ -10,8 +10,6 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-import cel
-
 
 class ExpressionError(Exception):
     """Evaluation failed; the caller refuses."""
@@ -26,6 +24,10 @@ class Expression:
         """
         if not isinstance(source, str) or not source.strip():
             raise ValueError("an expression must be a non-empty CEL string")
+        # Imported at the first compile: the package also loads its interactive shell (prompt_toolkit,
+        # ~0.2 s), which commands that never evaluate an expression should not pay for.
+        import cel
+
         try:
             self._program = cel.compile(source)
         except Exception as exc:  # the binding raises ValueError with a caret diagram
