@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 
 from gateway import __version__
@@ -129,6 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, StoreError) as exc:
         print(f"warrant: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`warrant runs list | head`): stop quietly, as other Unix tools do.
+        # Python would otherwise report the broken pipe again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
