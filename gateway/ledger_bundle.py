@@ -29,6 +29,7 @@ from typing import Any
 
 from gateway.canonical import sha256_hex
 from gateway.clock import isoformat
+from gateway.domain.operations import idempotency_key
 from gateway.domain.units import format_money
 from gateway.store.chain import EntryRow, Head, verify_run
 from gateway.store.records import ActionRecord, RunRecord
@@ -41,9 +42,15 @@ MEDIA_TYPE = "application/x-ndjson"
 _PAYLOAD_TYPES = frozenset({"action_admitted", "action_settled", "approval_requested"})
 _STATUS_EVENTS = {f"run_{s}": s for s in ("running", "waiting", "paused", "completed", "cancelled", "expired")}
 # Action row fields each entry type states (the settled entry of a read also states its intent).
-_ADMITTED_FIELDS = ("tool", "effect", "operation_id", "payload_sha256", "epoch", "worker", "approval_id", "repeat_of")
+_ADMITTED_FIELDS = (
+    *("tool", "effect", "operation_id", "payload_sha256", "epoch", "worker", "approval_id", "repeat_of"),
+    *("reserved", "process_id"),
+)
 _REJECTED_FIELDS = ("tool", "payload_sha256", "code", "epoch", "worker")
-_SETTLED_FIELDS = ("status", "code", "receipt", "result_sha256", "tool", "effect", "payload_sha256", "epoch", "worker")
+_SETTLED_FIELDS = (
+    *("status", "code", "receipt", "result_sha256", "actual_spend"),
+    *("tool", "effect", "payload_sha256", "epoch", "worker", "process_id"),  # a read's one entry
+)
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -241,7 +248,6 @@ class _Ledger:
         self.status: str | None = None
         self.contract_sha256: str | None = None
         self.actions: dict[str, dict[str, Any]] = {}  # action id -> the row's fields as the entries state them
-        self.spend: dict[str, str | None] = {}  # action id -> actual_spend as the last settled entry states it
         self.refs: dict[str, None] = {}  # referenced bodies, in order
 
     def observe(self, type_: str, data: Mapping[str, Any]) -> None:
@@ -270,8 +276,6 @@ class _Ledger:
             stated.update({f: data.get(f) for f in _SETTLED_FIELDS if f in data})
             stated.setdefault("receipt", None)
             stated.setdefault("result_sha256", None)
-            if "actual_spend" in data:
-                self.spend[action_id] = data["actual_spend"]
 
 
 def verify_bundle(lines: Iterable[str | bytes], key: bytes) -> BundleReport:
@@ -297,6 +301,8 @@ def _verify(lines: _Lines, key: bytes, tally: _Tally) -> None:
         raise _Bad(BadItem("bundle_version", "bundle", None, f"bundle version {header.get('version')!r}"))
     run = _field(header, "run", dict, "bundle", lines.number)
     run_id = _field(run, "run_id", str, "run", lines.number)
+    for name in ("tenant", "lineage_id", "currency"):
+        _field(run, name, str, "run", lines.number)
     tally.run_id = run_id
     head = _head(header.get("head"), run_id, lines.number)
     tally.head_seq = head.seq if head is not None else None
@@ -328,8 +334,7 @@ def _verify(lines: _Lines, key: bytes, tally: _Tally) -> None:
         item = "head" if bad.code.startswith("head_") else "event"
         raise _Bad(BadItem(bad.code, item, bad.seq, bad.problem))
     _check_run(run, ledger)
-    currency = run.get("currency") if isinstance(run.get("currency"), str) else None
-    _check_actions(lines, run_id, ledger, currency, tally)
+    _check_actions(lines, run, ledger, tally)
     _check_blobs(lines, ledger, tally)
     end = lines.take()
     if end is None:
@@ -391,21 +396,28 @@ def _listed(lines: _Lines, kind: str, key: str, seen: set[str]) -> Iterator[tupl
         yield obj, where
 
 
-def _check_actions(lines: _Lines, run_id: str, ledger: _Ledger, currency: str | None, tally: _Tally) -> None:
+def _check_actions(lines: _Lines, run: Mapping[str, Any], ledger: _Ledger, tally: _Tally) -> None:
     seen: set[str] = set()
     for row, where in _listed(lines, "action", "action_id", seen):
         tally.actions += 1
-        if row.get("run_id") != run_id:
-            raise _Bad(BadItem("action_mismatch", problem="the action is another run's", field="run_id", **where))
         stated = ledger.actions.get(where["ref"])
         if stated is None:
             if row.get("status") == "admitted" and row.get("effect") == "read":
-                continue  # a read in flight: its one entry is written when it settles
-            raise _Bad(BadItem("action_unrecorded", problem="no entry of the chain describes this action", **where))
-        if where["ref"] in ledger.spend and currency is not None:
-            minor = row.get("actual_spend")
-            stated = {**stated, "actual_spend": ledger.spend[where["ref"]]}
-            row = {**row, "actual_spend": format_money(minor, currency) if isinstance(minor, int) else None}
+                stated = {}  # a read in flight: its one entry is written when it settles
+            else:
+                problem = "no entry of the chain describes this action"
+                raise _Bad(BadItem("action_unrecorded", problem=problem, **where))
+        operation_id = stated.get("operation_id")
+        stated = {
+            "run_id": run["run_id"],
+            "tenant": run["tenant"],
+            "lineage_id": run["lineage_id"],
+            "idempotency_key": idempotency_key(run["tenant"], run["lineage_id"], operation_id)
+            if operation_id
+            else None,
+            **stated,
+        }
+        row = _as_entries_state(row, run["currency"])
         for field, value in stated.items():
             if row.get(field) != value:
                 problem = f"the row's {field} is not what the chain records"
@@ -414,6 +426,18 @@ def _check_actions(lines: _Lines, run_id: str, ledger: _Ledger, currency: str | 
     if missing is not None:
         problem = "the chain records an action the bundle does not list"
         raise _Bad(BadItem("action_missing", "action", missing, problem))
+
+
+def _as_entries_state(row: dict[str, Any], currency: str) -> dict[str, Any]:
+    """The row's money as the entries write it: decimal strings in the run's currency."""
+
+    def money(minor: Any) -> Any:
+        return format_money(minor, currency) if isinstance(minor, int) and not isinstance(minor, bool) else minor
+
+    reserved = row.get("reserved")
+    if isinstance(reserved, dict):
+        reserved = {dim: money(v) if dim == "spend" else v for dim, v in reserved.items()}
+    return {**row, "actual_spend": money(row.get("actual_spend")), "reserved": reserved}
 
 
 def _check_blobs(lines: _Lines, ledger: _Ledger, tally: _Tally) -> None:

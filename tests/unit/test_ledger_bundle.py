@@ -170,6 +170,10 @@ async def test_a_wrong_key_fails_on_the_heads_mac(world: World) -> None:
         ({"tool": "t__paid"}, "actual_spend", 0),
         ({"tool": "t__denied"}, "code", "budget_exhausted"),
         ({"tool": "t__read", "status": "succeeded"}, "result_sha256", "f" * 64),
+        ({"tool": "t__write", "status": "succeeded"}, "idempotency_key", "wk_" + "a" * 52),
+        ({"tool": "t__paid"}, "reserved", {"spend": 0, "tool_calls": 1, "writes": 1}),
+        ({"tool": "t__approve"}, "approval_id", None),
+        ({"tool": "t__write", "status": "unknown"}, "tenant", "globex"),
     ],
 )
 async def test_an_edited_action_row_fails_naming_the_action_and_field(
