@@ -62,6 +62,7 @@ class Op:
     errors: tuple[int, ...] = ()  # beyond those every route of its kind answers
     security: Security = "key"
     stream: bool = False  # also answers text/event-stream
+    media: str | None = None  # answers a body that is not JSON, of this media type
     later: bool = False  # a route of a later issue: 501
 
     def statuses(self) -> list[int]:
@@ -104,7 +105,21 @@ def _operations() -> tuple[Op, ...]:
     run = "/api/runs/{run_id}"
     approval = "/api/approvals/{approval_id}"
     return (
-        Op("GET", "/healthz", "Liveness, version and tool count", None, response=schemas.Health, security="none"),
+        Op(
+            "GET",
+            "/healthz",
+            "Health: the store, its background work and every adapter; version and tool count",
+            None,
+            response=schemas.Health,
+            security="none",
+        ),
+        Op(
+            "GET",
+            "/metrics",
+            "Prometheus metrics: the gate's counters, the key's tenant's gauges",
+            "metrics.read",
+            media="text/plain",
+        ),
         Op("GET", "/api/openapi.json", "This document", None, security="none"),
         Op("POST", "/api/runs", "Create a run from a contract", "runs.create", 201, schemas.RunView, Contract, True),
         Op(
@@ -205,6 +220,13 @@ def _operations() -> tuple[Op, ...]:
         ),
         Op(
             "GET", "/api/ledger/verify", "Recompute the tenant's chains", "ledger.verify", response=schemas.LedgerReport
+        ),
+        Op(
+            "GET",
+            f"{run}/export",
+            "The run's evidence bundle: JSON Lines, verifiable offline with the ledger key",
+            "ledger.verify",
+            media="application/x-ndjson",
         ),
         Op("POST", f"{run}/revise", "Revise the contract", None, later=True),
         Op(
@@ -361,6 +383,8 @@ def _operation(op: Op, refs: Refs) -> dict[str, Any]:
         ok["content"] = _json(refs[(op.response, "serialization")])
     elif op.path == "/api/openapi.json":
         ok["content"] = _json({"type": "object"})
+    elif op.media is not None:
+        ok["content"] = {op.media: {"schema": {"type": "string"}}}
     if op.stream:
         ok["content"]["text/event-stream"] = {"schema": {"type": "string"}}
         ok["description"] = (
@@ -369,6 +393,8 @@ def _operation(op: Op, refs: Refs) -> dict[str, Any]:
     responses: dict[str, Any] = {} if op.later else {str(op.ok): ok}
     for status in op.statuses():
         responses[str(status)] = {"$ref": f"#/components/responses/{status}"}
+    if op.path == "/healthz":  # degraded is the same body, with 503
+        responses["503"] = {"description": "Degraded", "content": ok["content"]}
     out["responses"] = responses
     return out
 

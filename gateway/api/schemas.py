@@ -224,11 +224,19 @@ class PendingToolView(ToolView):
     diff: str
 
 
+class HealthCheck(BaseModel):
+    # Each check adds a few plain facts of its own (an adapter's `health()`): not a closed model.
+    model_config = ConfigDict(extra="allow")
+    status: Literal["ok", "degraded", "down"]
+    code: str | None = Field(None, description="why a check is down: a stable code, never error text")
+
+
 class Health(_View):
-    status: Literal["ok"]
+    status: Literal["ok", "degraded"] = Field(description="ok: every check is ok (200); else degraded (503)")
     version: str
     process_id: str
     tools: int
+    checks: dict[str, HealthCheck] = Field(description="`store`, `checkpointer`, `adapter:<name>`")
 
 
 class RunPage(ItemsPage[RunView]):
