@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gateway import tracing
@@ -60,6 +60,13 @@ async def start_adapters(adapters: Sequence[Adapter], started: list[Adapter]) ->
 
 async def not_found(request: Request, exc: Exception) -> Response:
     return error_response(NotFound(f"no route {request.method} {request.url.path}"))
+
+
+async def method_not_allowed(request: Request, exc: Exception) -> Response:
+    """A route that exists but not for this method: the JSON envelope, and the Allow header."""
+    headers = dict(getattr(exc, "headers", None) or {})
+    body = {"error": {"code": "method_not_allowed", "message": f"{request.method} is not served at {request.url.path}"}}
+    return JSONResponse(body, status_code=405, headers=headers)
 
 
 def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters: Sequence[Adapter] = ()) -> Starlette:
@@ -113,7 +120,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         *tool_routes,
         *key_routes,
     ]
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found})
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: method_not_allowed})
     return app
 
 

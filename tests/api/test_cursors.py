@@ -24,3 +24,11 @@ async def test_a_forged_cursor_is_refused_on_every_list(api: Api, raw: str) -> N
             r = await c.get(path, params={"cursor": forged(raw)})
             assert r.status_code in (400, 422), (path, r.status_code, r.text)
             assert r.json()["error"]["code"] == "invalid_cursor"
+
+
+async def test_a_method_a_route_does_not_serve_is_405_in_the_json_envelope(api: Api) -> None:
+    async with api.client("ops") as c:
+        r = await c.delete("/api/runs")
+    assert r.status_code == 405
+    assert r.json()["error"]["code"] == "method_not_allowed"
+    assert r.headers["allow"]  # what the route serves (Starlette names the first route matching the path)
