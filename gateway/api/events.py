@@ -44,11 +44,13 @@ log = logging.getLogger("warrant.api")
 
 POLL_S = 0.25  # how often an open stream asks the store for new entries
 HEARTBEAT_S = 15.0  # the longest a stream stays silent
+KEY_RECHECK_S = 30.0  # how often an open stream asks again whether its API key may still read
 BATCH = 500  # entries read per store call while catching up
 RETRY_MS = 2000  # what an EventSource waits before it reconnects
 MAX_SEQ_DIGITS = 18  # a seq fits a signed 64-bit integer
 
 Reader = Callable[[int], Awaitable[list[EventRecord]]]
+Recheck = Callable[[], Awaitable[bool]]
 
 
 def wants_stream(request: Request) -> bool:
@@ -72,9 +74,13 @@ def start_after(request: Request) -> int:
     return int(raw)
 
 
-async def run_events(request: Request, tenant: str, gateway: Gateway, *, limit: int) -> Response:
-    """A page of entries as JSON, or the stream. Raises: NotFound (also another tenant's run);
-    InvalidRequest `invalid_cursor`."""
+async def run_events(
+    request: Request, tenant: str, gateway: Gateway, *, limit: int, recheck: Recheck | None = None
+) -> Response:
+    """A page of entries as JSON, or the stream. `recheck` answers whether the caller's key may
+    still read (a stream outlives the request that authenticated it: a revoked key's stream ends
+    within KEY_RECHECK_S). Raises: NotFound (also another tenant's run); InvalidRequest
+    `invalid_cursor`."""
     run_id = request.path_params["run_id"]
     after = start_after(request)
     if wants_stream(request):
@@ -83,7 +89,7 @@ async def run_events(request: Request, tenant: str, gateway: Gateway, *, limit: 
         async def read(after: int) -> list[EventRecord]:
             return await gateway.store.list_events(tenant, run_id, after=after, limit=BATCH)
 
-        return EventStream(read, after)
+        return EventStream(read, after, recheck=recheck)
     events = await gateway.store.list_events(tenant, run_id, after=after, limit=limit + 1)
     more = len(events) > limit
     events = events[:limit]
@@ -114,10 +120,13 @@ class EventStream(Response):
 
     media_type = "text/event-stream"
 
-    def __init__(self, read: Reader, after: int, *, exiting: Callable[[], bool] = server_exiting) -> None:
+    def __init__(
+        self, read: Reader, after: int, *, exiting: Callable[[], bool] = server_exiting, recheck: Recheck | None = None
+    ) -> None:
         self.status_code = 200
         self.background = None
         self._read = read
+        self._recheck = recheck
         self._after = after
         self._exiting = exiting
         self._disconnected = False
@@ -147,8 +156,13 @@ class EventStream(Response):
     async def _pump(self, send: Send) -> None:
         after = self._after
         await _write(send, f"retry: {RETRY_MS}\n\n".encode())
-        last_write = anyio.current_time()
+        last_write = last_check = anyio.current_time()
         while not self._exiting():
+            if self._recheck is not None and anyio.current_time() - last_check >= KEY_RECHECK_S:
+                if not await self._recheck():
+                    log.info("an event stream ends: its API key may no longer read")
+                    return
+                last_check = anyio.current_time()
             try:
                 events = await self._read(after)
             except WarrantError as error:

@@ -271,7 +271,17 @@ async def list_actions(request: Request, principal: Principal, gateway: Gateway)
 @endpoint("events.read")
 async def list_events(request: Request, principal: Principal, gateway: Gateway) -> Response:
     """JSON pages, or Server-Sent Events with `Accept: text/event-stream` (gateway/api/events.py)."""
-    return await run_events(request, principal.tenant, gateway, limit=query_limit(request, 100, 1000))
+
+    async def still_allowed() -> bool:
+        try:
+            now = await authenticate_key(request, gateway)
+            require(now, "events.read")
+        except WarrantError:
+            return False
+        return now.tenant == principal.tenant
+
+    limit = query_limit(request, 100, 1000)
+    return await run_events(request, principal.tenant, gateway, limit=limit, recheck=still_allowed)
 
 
 @endpoint("actions.read")
