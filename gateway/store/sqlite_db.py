@@ -109,13 +109,22 @@ class Database:
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
-            current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
+            applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            current = max(applied, default=0)
             migrations = _migrations()
             newest = migrations[-1][0] if migrations else 0
             if current > newest:
                 raise StoreError(
                     f"the store at {self.path} has schema version {current}, newer than this gateway's {newest}: "
                     "upgrade the gateway"
+                )
+            skipped = [version for version, _ in migrations if version < current and version not in applied]
+            if skipped:
+                # A migration numbered below one already applied (two branches merged out of order)
+                # would otherwise be skipped silently: refuse, as Flyway does, rather than diverge.
+                raise StoreError(
+                    f"the store at {self.path} is at schema version {current} but lacks migration(s) "
+                    f"{', '.join(map(str, skipped))}: renumber them above {current}"
                 )
             for version, script in migrations:
                 if version > current:

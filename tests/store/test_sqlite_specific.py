@@ -43,6 +43,20 @@ async def test_a_store_refuses_a_file_with_a_newer_schema_version(tmp_path: Path
         await first.close()
 
 
+async def test_a_store_lacking_a_migration_below_its_newest_is_refused_not_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "warrant.db"
+    store = SQLiteStore(str(path), clock=ManualClock(), ledger_key=LEDGER_KEY)
+    await store.open()
+    await store.close()
+    # As if two branches were merged out of order: version 2 was never applied to this file.
+    _sql(path, "DELETE FROM schema_migrations WHERE version = 2")
+    again = SQLiteStore(str(path), clock=ManualClock(), ledger_key=LEDGER_KEY)
+    with pytest.raises(StoreError) as refused:
+        await again.open()
+    assert refused.value.code == "store_unavailable"
+    await again.close()
+
+
 async def test_reopening_a_file_keeps_its_runs_and_applies_each_migration_once(tmp_path: Path) -> None:
     path = tmp_path / "warrant.db"
     clock = ManualClock()
