@@ -5,10 +5,6 @@ MCP SDK client over streamable HTTP. Ground truth is the services' own databases
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +18,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.e2e.test_mcp_end_to_end import _stop, code_of
+from tests.e2e.serving import clean_environ, warrant_serve
+from tests.e2e.test_mcp_end_to_end import code_of
 from tests.harness import free_port
 from tests.integration.test_http_services import SECRETS, Service, adapter_copy
 
@@ -82,32 +79,11 @@ def gateway(tmp_path: Path, services: tuple[Service, Service]) -> Iterator[Gatew
         f"database: sqlite:///{tmp_path}/w.db\nlisten: {{host: 127.0.0.1, port: {port}}}\napi_keys:\n{keys}\n"
         f"adapters: [{', '.join(map(str, adapters))}]\npolicies: [{ROOT / 'policies' / 'default.yaml'}]\n"
     )
-    env = {**os.environ, **SECRETS, "WARRANT_LEDGER_KEY": "e2e"} | {f"KEY_{n.upper()}": f"key-{n}" for n in KEYS}
+    env = clean_environ() | SECRETS | {"WARRANT_LEDGER_KEY": "e2e"} | {f"KEY_{n.upper()}": f"key-{n}" for n in KEYS}
     log = tmp_path / "serve.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gateway.cli", "serve", "--config", str(config), "--log-level", "warning"],
-            env=env,
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + WAIT
-        while True:
-            assert proc.poll() is None, f"serve exited {proc.returncode}:\n{log.read_text()[-4000:]}"
-            assert time.monotonic() < deadline, f"serve did not answer in time:\n{log.read_text()[-4000:]}"
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
+    url = f"http://127.0.0.1:{port}"
+    with warrant_serve(config, url, env, log, WAIT):
         yield Gateway(url, crm, mail)
-    finally:
-        _stop(proc)
     assert "it-crm-token" not in log.read_text()  # secrets never reach the log
 
 
