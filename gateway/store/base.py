@@ -21,6 +21,7 @@ from typing import Any
 from gateway.domain.admission import CallFacts
 from gateway.domain.contract import Contract
 from gateway.domain.keys import ApiKeyRecord, KeyEvent
+from gateway.domain.watch import Alert, RunWatch, UnknownAction
 from gateway.errors import Refusal
 from gateway.store.chain import EntryRow, VerifyReport
 from gateway.store.records import (
@@ -338,6 +339,49 @@ class Store(abc.ABC):
     async def health(self) -> HealthReport:
         """A trivial query, and the store's background work. The caller bounds the wait."""
 
+    # -- the watchdog and webhook deliveries (gateway/watchdog.py, gateway/webhooks.py) ----
+    @abc.abstractmethod
+    async def hold_watch_lease(self, holder: str, ttl: float) -> bool:
+        """Take or renew the watchdog's lease for `ttl` seconds of store time: True while `holder`
+        holds it. Another holder gets it only once it expired unrenewed."""
+
+    @abc.abstractmethod
+    async def sweep_expiries(self, *, limit: int = 500) -> Sweep:
+        """Expire runs past their deadline and approvals past `decide_by` or `valid_until`, as the
+        lazy path does (each run in its own transaction, `on_expiry` applied)."""
+
+    @abc.abstractmethod
+    async def watch_state(self, *, limit: int = 5000) -> WatchState:
+        """Live runs (running, waiting, paused) with their pending approvals, and `unknown` actions
+        of any run, terminal ones included; at most `limit` of each, oldest first."""
+
+    @abc.abstractmethod
+    async def raise_alerts(self, alerts: Sequence[AlertDraft], *, max_attempts: int) -> list[RaisedAlert]:
+        """Record each alert once per (run, kind, episode). A new one gets, in ONE transaction, its
+        row, its run's `alert` entry and one pending delivery per target. Returns the new ones only."""
+
+    @abc.abstractmethod
+    async def queue_heartbeat(self, holder: str, every: float, targets: Sequence[str], data: dict[str, Any]) -> bool:
+        """Queue a `heartbeat` delivery to each target if `holder` holds the watchdog lease and the
+        last heartbeat is at least `every` seconds old. One attempt each: a late heartbeat misleads."""
+
+    @abc.abstractmethod
+    async def claim_deliveries(self, claimer: str, *, hold: float, limit: int) -> list[Delivery]:
+        """Pending deliveries due now and not claimed by anyone else, each claimed for `hold`
+        seconds (its attempt counted), oldest first."""
+
+    @abc.abstractmethod
+    async def finish_delivery(
+        self, delivery_id: str, claimer: str, *, ok: bool, error: str | None, retry_at: float | None
+    ) -> None:
+        """Record an attempt: delivered (`ok`), pending again at `retry_at`, or failed for good
+        (`retry_at` None or attempts used up). Ignored unless `claimer` still holds the claim."""
+
+    @abc.abstractmethod
+    async def list_deliveries(self, *, status: str | None = None, limit: int = 100) -> list[Delivery]:
+        """Deliveries oldest first, for operators and tests."""
+
+
 
 _log = logging.getLogger("warrant.store")
 
@@ -354,3 +398,45 @@ def log_if_failed(action_id: str) -> Callable[[asyncio.Future[Any]], None]:
             )
 
     return done
+
+
+# -- the watchdog's records ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sweep:
+    runs_expired: list[str]
+    approvals_expired: list[str]
+    runs_paused: list[str]  # by an approval's `on_expiry: pause`
+
+
+@dataclass(frozen=True)
+class WatchState:
+    runs: list[RunWatch]
+    unknown: list[UnknownAction]
+
+
+@dataclass(frozen=True)
+class AlertDraft:
+    alert: Alert
+    targets: tuple[str, ...]  # the webhooks that take this kind
+
+
+@dataclass(frozen=True)
+class RaisedAlert:
+    alert_id: str
+    alert: Alert
+    at: float
+
+
+@dataclass(frozen=True)
+class Delivery:
+    delivery_id: str
+    target: str
+    kind: str
+    body: str  # the exact JSON to send
+    status: str  # pending delivered failed
+    attempts: int
+    max_attempts: int
+    next_at: float
+    last_error: str | None
+    created_at: float
+    done_at: float | None

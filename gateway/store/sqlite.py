@@ -34,11 +34,12 @@ from gateway.store.sqlite_rows import (
     run_from_row,
 )
 from gateway.store.sqlite_stats import StatsOps
+from gateway.store.sqlite_watch import WatchOps
 
 __all__ = ["SQLiteStore", "default_process_id"]
 
 
-class SQLiteStore(GateOps, ApprovalOps, RecordOps, AuditOps, KeyOps, StatsOps, Store):
+class SQLiteStore(GateOps, ApprovalOps, RecordOps, AuditOps, KeyOps, StatsOps, WatchOps, Store):
     """One SQLite file, WAL, every decision in one `BEGIN IMMEDIATE` transaction; split by concern
     into the parts it inherits (gate, approvals, record)."""
 
@@ -123,8 +124,9 @@ class SQLiteStore(GateOps, ApprovalOps, RecordOps, AuditOps, KeyOps, StatsOps, S
             run = self._expire_if_due(conn, run_from_row(self._run_row(conn, run_id, principal.tenant)), now)
             try:
                 if event is RunEvent.RESUME and run.status is RunStatus.PAUSED:
-                    self._set_status(conn, run, event, now, by=principal.name, reason=reason, **data)
+                    # Approvals that lapsed while paused expire first: their on_expiry finds the run paused.
                     self._expire_approvals_due(conn, run_id, now)
+                    self._set_status(conn, run, event, now, by=principal.name, reason=reason, **data)
                     pending = conn.execute(
                         "SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending' LIMIT 1", (run_id,)
                     ).fetchone()

@@ -118,6 +118,8 @@ class SQLiteBase:
             "updated_at = ? WHERE run_id = ?",
             (target.value, reason, spent, now if accrues else None, now, run.run_id),
         )
+        if event is RunEvent.RESUME:  # a resumed run's stall clock starts again (gateway/domain/watch.py)
+            conn.execute("UPDATE runs SET progress_at = ? WHERE run_id = ?", (now, run.run_id))
         self._event(
             conn, run.run_id, f"run_{target.value}", now, previous=run.status.value, by=by, reason=reason, **data
         )
@@ -152,14 +154,26 @@ class SQLiteBase:
                 self._set_status(conn, run, RunEvent.APPROVALS_SETTLED, now, by=by, reason="no approval pending")
 
     def _expire_approvals_due(self, conn: Conn, run_id: str, now: float) -> None:
+        """Expire approvals not decided by `decide_by` or unused by `valid_until`. Silence never
+        approves: an undecided one applies its rule's `on_expiry` — `pause` pauses a live run
+        (the reason names the approval), `resume` lets it go on once nothing else is pending."""
         rows = conn.execute(
-            "SELECT approval_id, status FROM approvals WHERE run_id = ? AND "
-            "((status = 'pending' AND decide_by <= ?) OR (status = 'approved' AND valid_until <= ?))",
+            "SELECT approval_id, status, on_expiry FROM approvals WHERE run_id = ? AND "
+            "((status = 'pending' AND decide_by <= ?) OR (status = 'approved' AND valid_until <= ?)) ORDER BY seq",
             (run_id, now, now),
         ).fetchall()
         for row in rows:
             conn.execute("UPDATE approvals SET status = 'expired' WHERE approval_id = ?", (row["approval_id"],))
-            self._event(conn, run_id, "approval_expired", now, approval_id=row["approval_id"], was=row["status"])
+            extra = {"on_expiry": row["on_expiry"]} if row["status"] == "pending" else {}
+            self._event(
+                conn, run_id, "approval_expired", now, approval_id=row["approval_id"], was=row["status"], **extra
+            )
+        pausing = [r["approval_id"] for r in rows if r["status"] == "pending" and r["on_expiry"] == "pause"]
+        if pausing:
+            run = run_from_row(self._run_row(conn, run_id))
+            if run.status.live:
+                reason = f"approval {pausing[0]} was not decided in time (on_expiry: pause)"
+                self._set_status(conn, run, RunEvent.PAUSE, now, by="gateway", reason=reason, approval_id=pausing[0])
         if rows:
             self._settle_waiting(conn, run_id, now, "gateway")
 

@@ -146,6 +146,8 @@ CASES = [
         "approval_expired",
         _calling("t__approve", {"text": "big"}),
         setup=_let_pending_lapse,
+        # on_expiry: resume lets the run go on, so the next ask meets the lapsed approval (pause: run_paused)
+        contract={"approvals": [{"tool": "t__approve", "decide_within": "2m", "on_expiry": "resume"}]},
         recorded=False,
     ),
     Case(

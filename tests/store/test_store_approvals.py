@@ -130,4 +130,5 @@ async def test_an_approval_not_decided_in_time_cannot_be_approved_late(world: Wo
         await world.decide(asked)
     assert late.value.code == "approval_expired"
     assert (await world.approval(asked)).status is ApprovalStatus.EXPIRED
-    assert (await world.run(run.run_id)).status is RunStatus.RUNNING
+    # The policy's rule says nothing of on_expiry: the default, pause, applies.
+    assert (await world.run(run.run_id)).status is RunStatus.PAUSED

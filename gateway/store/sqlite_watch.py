@@ -1,0 +1,290 @@
+"""The SQLite store's part for the watchdog: its lease, the expiry sweep, alerts once, the webhook outbox.
+
+Everything that must happen once across gateway processes is decided here, in transactions:
+who holds the watchdog lease, whether an alert's episode was raised before (a UNIQUE row), which
+process may attempt a delivery now (a claim with an expiry). Process memory decides nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from gateway.canonical import canonical_json
+from gateway.clock import isoformat
+from gateway.domain.lifecycle import RunStatus
+from gateway.domain.units import parse_duration
+from gateway.domain.watch import PendingApproval, RunWatch, UnknownAction
+from gateway.ids import new_id
+from gateway.store.base import AlertDraft, Delivery, RaisedAlert, Sweep, WatchState
+from gateway.store.sqlite_base import Conn, SQLiteBase
+from gateway.store.sqlite_rows import run_from_row
+
+LEASE = "watchdog"
+# The terms of the partial indexes of migration 0006, repeated so that SQLite may use them.
+_LIVE = "status IN ('running', 'waiting', 'paused')"
+_OPEN = "status IN ('pending', 'approved')"
+
+
+class WatchOps(SQLiteBase):
+    async def hold_watch_lease(self, holder: str, ttl: float) -> bool:
+        def tx(conn: Conn) -> bool:
+            now = self._clock.now()
+            row = conn.execute("SELECT holder, expires_at FROM watch_leases WHERE name = ?", (LEASE,)).fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO watch_leases (name, holder, expires_at, acquired_at) VALUES (?, ?, ?, ?)",
+                    (LEASE, holder, now + ttl, now),
+                )
+                return True
+            if row["holder"] == holder:
+                conn.execute("UPDATE watch_leases SET expires_at = ? WHERE name = ?", (now + ttl, LEASE))
+                return True
+            if row["expires_at"] <= now:
+                conn.execute(
+                    "UPDATE watch_leases SET holder = ?, expires_at = ?, acquired_at = ? WHERE name = ?",
+                    (holder, now + ttl, now, LEASE),
+                )
+                return True
+            return False
+
+        return await self._db.transaction(tx, durable=False)
+
+    async def sweep_expiries(self, *, limit: int = 500) -> Sweep:
+        def due(conn: Conn) -> list[str]:
+            now = self._clock.now()
+            runs = conn.execute(
+                f"SELECT run_id FROM runs WHERE {_LIVE} AND deadline <= ? ORDER BY deadline LIMIT ?", (now, limit)
+            ).fetchall()
+            approvals = conn.execute(
+                f"SELECT DISTINCT run_id FROM approvals WHERE {_OPEN} AND "
+                "((status = 'pending' AND decide_by <= ?) OR (status = 'approved' AND valid_until <= ?)) LIMIT ?",
+                (now, now, limit),
+            ).fetchall()
+            return list(dict.fromkeys(r[0] for r in [*runs, *approvals]))
+
+        sweep = Sweep([], [], [])
+        for run_id in await self._db.read(due):
+            await self._db.transaction(functools.partial(self._sweep_run, run_id=run_id, sweep=sweep), durable=True)
+        return sweep
+
+    def _sweep_run(self, conn: Conn, run_id: str, sweep: Sweep) -> None:
+        now = self._clock.now()
+        before = run_from_row(self._run_row(conn, run_id))
+        open_before = {
+            r[0] for r in conn.execute(f"SELECT approval_id FROM approvals WHERE run_id = ? AND {_OPEN}", (run_id,))
+        }
+        run = self._expire_if_due(conn, before, now)
+        if not run.status.terminal:
+            self._expire_approvals_due(conn, run_id, now)
+        after = run_from_row(self._run_row(conn, run_id))
+        if after.status is RunStatus.EXPIRED and before.status is not RunStatus.EXPIRED:
+            sweep.runs_expired.append(run_id)
+        elif after.status is RunStatus.PAUSED and before.status is not RunStatus.PAUSED:
+            sweep.runs_paused.append(run_id)
+        if not run.status.terminal:
+            expired = conn.execute(
+                "SELECT approval_id FROM approvals WHERE run_id = ? AND status = 'expired'", (run_id,)
+            ).fetchall()
+            sweep.approvals_expired.extend(r[0] for r in expired if r[0] in open_before)
+
+    async def watch_state(self, *, limit: int = 5000) -> WatchState:
+        def read(conn: Conn) -> WatchState:
+            now = self._clock.now()
+            rows = conn.execute(
+                f"SELECT *, json_extract(contract, '$.progress_expectation') AS expectation FROM runs "
+                f"WHERE {_LIVE} ORDER BY seq LIMIT ?",
+                (limit,),
+            ).fetchall()
+            pending: dict[str, list[PendingApproval]] = {}
+            for a in conn.execute(
+                f"SELECT approval_id, run_id, tool, created_at, decide_by FROM approvals "
+                f"WHERE {_OPEN} AND status = 'pending' ORDER BY seq"
+            ):
+                pending.setdefault(a["run_id"], []).append(
+                    PendingApproval(a["approval_id"], a["tool"], a["created_at"], a["decide_by"])
+                )
+            runs = [self._watch(row, now, tuple(pending.get(row["run_id"], ()))) for row in rows]
+            unknown = [
+                UnknownAction(a["action_id"], a["run_id"], a["tenant"], a["tool"], a["created_at"])
+                for a in conn.execute(
+                    "SELECT action_id, run_id, tenant, tool, created_at FROM actions WHERE status = 'unknown' "
+                    "ORDER BY run_id, seq LIMIT ?",
+                    (limit,),
+                )
+            ]
+            return WatchState(runs, unknown)
+
+        return await self._db.read(read)
+
+    @staticmethod
+    def _watch(row: sqlite3.Row, now: float, approvals: tuple[PendingApproval, ...]) -> RunWatch:
+        run = run_from_row(row)
+        expectation = row["expectation"]
+        return RunWatch(
+            run_id=run.run_id,
+            tenant=run.tenant,
+            status=run.status,
+            currency=run.currency,
+            epoch=run.epoch,
+            lease_worker=run.lease_worker,
+            lease_expires_at=run.lease_expires_at,
+            progress_at=row["progress_at"] if row["progress_at"] is not None else run.created_at,
+            progress_expectation=float(parse_duration(expectation)) if expectation is not None else None,
+            limits=run.limits,
+            remaining=run.snapshot().remaining(now),
+            approvals=approvals,
+        )
+
+    async def raise_alerts(self, alerts: Sequence[AlertDraft], *, max_attempts: int) -> list[RaisedAlert]:
+        def tx(conn: Conn) -> list[RaisedAlert]:
+            now = self._clock.now()
+            raised: list[RaisedAlert] = []
+            for draft in alerts:
+                alert = draft.alert
+                alert_id = new_id("alr")
+                inserted = conn.execute(
+                    "INSERT OR IGNORE INTO watch_alerts (alert_id, run_id, tenant, kind, episode, at, data, raised_by) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        alert_id,
+                        alert.run_id,
+                        alert.tenant,
+                        alert.kind,
+                        alert.episode,
+                        now,
+                        json.dumps(alert.data),
+                        self._process_id,
+                    ),
+                ).rowcount
+                if not inserted:
+                    continue  # this episode was raised before, by this process or another
+                self._event(conn, alert.run_id, "alert", now, kind=alert.kind, alert_id=alert_id, **alert.data)
+                body = {
+                    "id": alert_id,
+                    "kind": alert.kind,
+                    "run_id": alert.run_id,
+                    "tenant": alert.tenant,
+                    "at": isoformat(now),
+                    "data": alert.data,
+                }
+                self._queue(conn, draft.targets, alert.kind, body, now, max_attempts)
+                raised.append(RaisedAlert(alert_id, alert, now))
+            return raised
+
+        if not alerts:
+            return []
+        return await self._db.transaction(tx, durable=False)
+
+    async def queue_heartbeat(self, holder: str, every: float, targets: Sequence[str], data: dict[str, Any]) -> bool:
+        def tx(conn: Conn) -> bool:
+            now = self._clock.now()
+            row = conn.execute(
+                "SELECT holder, expires_at, heartbeat_at FROM watch_leases WHERE name = ?", (LEASE,)
+            ).fetchone()
+            if row is None or row["holder"] != holder or row["expires_at"] <= now:
+                return False
+            if row["heartbeat_at"] is not None and now - row["heartbeat_at"] < every:
+                return False
+            conn.execute("UPDATE watch_leases SET heartbeat_at = ? WHERE name = ?", (now, LEASE))
+            body = {"id": new_id("hb"), "kind": "heartbeat", "run_id": None, "tenant": None, "at": isoformat(now)}
+            self._queue(conn, targets, "heartbeat", {**body, "data": data}, now, 1)
+            return True
+
+        return await self._db.transaction(tx, durable=False)
+
+    @staticmethod
+    def _queue(
+        conn: Conn, targets: Sequence[str], kind: str, body: dict[str, Any], now: float, max_attempts: int
+    ) -> None:
+        text = canonical_json(body).decode("utf-8")
+        for target in targets:
+            conn.execute(
+                "INSERT INTO webhook_deliveries (delivery_id, target, kind, body, status, max_attempts, next_at, "
+                "created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
+                (new_id("dlv"), target, kind, text, max_attempts, now, now),
+            )
+
+    async def claim_deliveries(self, claimer: str, *, hold: float, limit: int) -> list[Delivery]:
+        def tx(conn: Conn) -> list[Delivery]:
+            now = self._clock.now()
+            # A claim that lapsed on its last attempt (its process died mid-send): nobody knows the outcome.
+            conn.execute(
+                "UPDATE webhook_deliveries SET status = 'failed', done_at = ?, claimed_by = NULL, "
+                "last_error = 'the last attempt ended without an outcome' WHERE status = 'pending' "
+                "AND attempts >= max_attempts AND claimed_until <= ?",
+                (now, now),
+            )
+            rows = conn.execute(
+                "SELECT delivery_id FROM webhook_deliveries WHERE status = 'pending' AND next_at <= ? "
+                "AND (claimed_until IS NULL OR claimed_until <= ?) ORDER BY next_at, seq LIMIT ?",
+                (now, now, limit),
+            ).fetchall()
+            claimed = []
+            for row in rows:
+                updated = conn.execute(
+                    "UPDATE webhook_deliveries SET claimed_by = ?, claimed_until = ?, attempts = attempts + 1 "
+                    "WHERE delivery_id = ? RETURNING *",
+                    (claimer, now + hold, row[0]),
+                ).fetchone()
+                claimed.append(_delivery(updated))
+            return claimed
+
+        return await self._db.transaction(tx, durable=False)
+
+    async def finish_delivery(
+        self, delivery_id: str, claimer: str, *, ok: bool, error: str | None, retry_at: float | None
+    ) -> None:
+        def tx(conn: Conn) -> None:
+            now = self._clock.now()
+            row = conn.execute(
+                "SELECT attempts, max_attempts FROM webhook_deliveries "
+                "WHERE delivery_id = ? AND claimed_by = ? AND status = 'pending'",
+                (delivery_id, claimer),
+            ).fetchone()
+            if row is None:
+                return  # the claim lapsed and another process took the delivery over
+            if ok:
+                status, next_at = "delivered", None
+            elif retry_at is None or row["attempts"] >= row["max_attempts"]:
+                status, next_at = "failed", None
+            else:
+                status, next_at = "pending", retry_at
+            conn.execute(
+                "UPDATE webhook_deliveries SET status = ?, next_at = COALESCE(?, next_at), claimed_by = NULL, "
+                "claimed_until = NULL, last_error = ?, done_at = ? WHERE delivery_id = ?",
+                (status, next_at, error, None if status == "pending" else now, delivery_id),
+            )
+
+        await self._db.transaction(tx, durable=False)
+
+    async def list_deliveries(self, *, status: str | None = None, limit: int = 100) -> list[Delivery]:
+        def read(conn: Conn) -> list[Delivery]:
+            if status is None:
+                rows = conn.execute("SELECT * FROM webhook_deliveries ORDER BY seq LIMIT ?", (limit,))
+            else:
+                rows = conn.execute(
+                    "SELECT * FROM webhook_deliveries WHERE status = ? ORDER BY seq LIMIT ?", (status, limit)
+                )
+            return [_delivery(r) for r in rows]
+
+        return await self._db.read(read)
+
+
+def _delivery(row: sqlite3.Row) -> Delivery:
+    return Delivery(
+        delivery_id=row["delivery_id"],
+        target=row["target"],
+        kind=row["kind"],
+        body=row["body"],
+        status=row["status"],
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        next_at=row["next_at"],
+        last_error=row["last_error"],
+        created_at=row["created_at"],
+        done_at=row["done_at"],
+    )
