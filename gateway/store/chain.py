@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.canonical import canonical_json, hmac_sha256_hex, sha256_hex
+from gateway.canonical import canonical_json, sha256_hex
 from gateway.clock import isoformat
 
 GENESIS = "0" * 64
@@ -32,7 +32,8 @@ def entry_hash(prev_hash: str, body: str) -> str:
 
 
 def head_mac(key: bytes, run_id: str, seq: int, head_hash: str) -> str:
-    return hmac_sha256_hex(key, canonical_json(["warrant-head-v1", run_id, seq, head_hash]))
+    # hmac.digest: OpenSSL's one-shot HMAC, the same bytes as hmac.new(...) without its Python object.
+    return hmac.digest(key, canonical_json(["warrant-head-v1", run_id, seq, head_hash]), "sha256").hex()
 
 
 @dataclass(frozen=True)
