@@ -148,6 +148,29 @@ class FastPath:
 
     async def _answer(self, scope: Scope, headers: Headers, body: bytes, token: str) -> Response:
         """The response to a `tools/call` the SDK would hand to its handler. Raises: _Decline."""
+        try:
+            request_id, version, meta, typed = await self._prepare(scope, headers, body)
+        except _Decline:
+            raise
+        except Exception:
+            # A bug of this path's checks: the SDK answers instead (nothing has been done yet).
+            log.exception("tools/call fast path: a check failed; the SDK answers this request")
+            raise _Decline from None
+        try:
+            result: dict[str, Any] | None = self._shape(await self.handler(token, typed, meta), version)
+            error = None
+        except Exception as exc:
+            result, error = None, exc.error if isinstance(exc, MCPError) else _internal(exc)
+        if version in MODERN_PROTOCOL_VERSIONS:
+            return _modern_response(request_id, result, error)
+        return _legacy_response(request_id, result, error)
+
+    async def _prepare(
+        self, scope: Scope, headers: Headers, body: bytes
+    ) -> tuple[types.RequestId, str, Mapping[str, Any] | None, types.CallToolRequestParams]:
+        """The request's id, version, `_meta` and typed params, checked as the SDK checks them.
+
+        Raises: _Decline."""
         shim: Any = _HeadersOnly(headers)
         if await self.security.validate_request(shim, is_post=True) is not None:
             raise _Decline
@@ -157,24 +180,15 @@ class FastPath:
         version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             request_id, params, version = self._modern(scope, headers, body)
-            modern = True
         else:
             request_id, params = self._legacy(headers, body)
-            version, modern = version or DEFAULT_NEGOTIATED_VERSION, False
-        meta = _meta_of(params)
+            version = version or DEFAULT_NEGOTIATED_VERSION
         try:
             _methods.validate_client_request("tools/call", version, params)
             typed = types.CallToolRequestParams.model_validate(params, by_name=False)
         except (KeyError, ValidationError):
             raise _Decline from None
-        try:
-            result: dict[str, Any] | None = self._shape(await self.handler(token, typed, meta), version)
-            error = None
-        except Exception as exc:
-            result, error = None, exc.error if isinstance(exc, MCPError) else _internal(exc)
-        if modern:
-            return _modern_response(request_id, result, error)
-        return _legacy_response(request_id, result, error)
+        return request_id, version, _meta_of(params), typed
 
     def _modern(self, scope: Scope, headers: Headers, body: bytes) -> tuple[types.RequestId, dict[str, Any], str]:
         """As `handle_modern_request` up to dispatch. Raises: _Decline."""

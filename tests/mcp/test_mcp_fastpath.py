@@ -196,3 +196,21 @@ async def test_the_official_client_s_calls_take_the_fast_path_in_both_eras(api: 
     assert found.meta is not None and found.meta["warrant/action_id"].startswith("act_")
     assert refused.is_error is True and refused.structured_content is not None
     assert refused.structured_content["error"]["code"] == "tool_not_found"
+
+
+async def test_a_failing_check_of_the_fast_path_leaves_the_request_to_the_sdk(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = await start(api)
+    fast = fast_path(api)
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("a bug in a check")
+
+    monkeypatch.setattr(fast, "_modern", broken)
+    before = fast.answered
+    headers, body = call("shop__find", {"q": "x"}, MODERN)
+    async with httpx.AsyncClient(base_url=api.url, headers={"Authorization": f"Bearer {token}"}, timeout=10) as c:
+        answer = await c.post("/mcp", content=body, headers=headers)
+    assert fast.answered == before
+    assert answer.status_code == 200 and answer.json()["result"]["structuredContent"] == {"hits": []}
