@@ -1,7 +1,8 @@
 """`warrant serve`: one Starlette app. MCP at /mcp, the operator API under /api, /healthz, /metrics.
 
 Resources live in the lifespan: the store is opened, orphaned actions of dead processes are
-marked `unknown`, adapters are started; all of it is closed in reverse on the way out.
+marked `unknown`, adapters are started, the watchdog and its webhook deliveries run in tasks of
+their own; all of it is closed in reverse on the way out.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from gateway.pins import Pins
 from gateway.policy.loader import load_policies
 from gateway.service import Gateway
 from gateway.store.factory import open_store
+from gateway.watchdog import Watchdog, watching
+from gateway.webhooks import Deliverer
 
 log = logging.getLogger("warrant")
 
@@ -105,8 +108,15 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                 await start_adapters(adapters, started)
                 catalog.check()  # downstream tools are listed now: a collision stops start-up here
                 gate = Gate(store, catalog, clock)
-                app.state.gateway = Gateway(store, catalog, gate, clock, adapters, settings.api_keys, pins=pins)
-                yield
+                watchdog = Watchdog(
+                    store, clock, settings.watchdog, settings.webhooks, catalog=catalog, metrics=gate.metrics
+                )
+                deliverer = Deliverer(store, clock, settings.webhooks, timeout=settings.watchdog.delivery_timeout)
+                app.state.gateway = Gateway(
+                    store, catalog, gate, clock, adapters, settings.api_keys, pins=pins, watchdog=watchdog
+                )
+                async with watching(watchdog, deliverer):
+                    yield
             finally:
                 for adapter in reversed(started):
                     with contextlib.suppress(Exception):

@@ -1,7 +1,8 @@
 """`warrant.yaml`: the gateway's configuration, read once at start-up.
 
-The environment is read here and nowhere else: API keys (`key_env`) and the ledger key
-(`ledger_key_env`, default `WARRANT_LEDGER_KEY`). Paths in the file are relative to the file.
+The environment is read here and nowhere else: API keys (`key_env`), the ledger key
+(`ledger_key_env`, default `WARRANT_LEDGER_KEY`) and webhook secrets (`secret_env`).
+Paths in the file are relative to the file.
 A missing secret stops start-up naming the variable, never printing a value.
 """
 
@@ -13,19 +14,22 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gateway.adapters.base import Adapter
 from gateway.domain.contract import problems_of
+from gateway.domain.units import parse_duration
+from gateway.domain.watch import KINDS
 from gateway.errors import ConfigError
 from gateway.roles import Role
 from gateway.yamlfile import read_yaml
 
 DEFAULT_CONFIG = "warrant.yaml"
+WEBHOOK_KINDS = (*KINDS, "heartbeat")
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
@@ -43,6 +47,40 @@ class KeyEntry(BaseModel):
     key_env: str = Field(min_length=1)
 
 
+class WebhookEntry(BaseModel):
+    """A receiver of the watchdog's alerts (gateway/webhooks.py); `events` narrows the kinds sent."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str = Field(pattern=r"^https?://")
+    secret_env: str = Field(min_length=1)
+    name: str | None = Field(default=None, min_length=1, max_length=128)  # default: the URL
+    events: list[str] | None = None
+
+    @field_validator("events")
+    @classmethod
+    def _kinds(cls, value: list[str] | None) -> list[str] | None:
+        unknown = sorted(set(value or ()) - set(WEBHOOK_KINDS))
+        if unknown:
+            raise ValueError(f"unknown event kinds {', '.join(unknown)} (known: {', '.join(WEBHOOK_KINDS)})")
+        return value
+
+
+class WatchdogEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    tick: str = "5s"
+    heartbeat: str = "60s"
+    approval_warning: str = "15m"  # warn at most this long before a pending approval expires ...
+    approval_warning_share: float = Field(default=0.1, gt=0, le=1)  # ... and at most this share of decide_within
+    delivery_attempts: int = Field(default=8, ge=1, le=100)
+    delivery_timeout: str = "10s"
+    reconcile_every: str = "1m"  # the first retry of an unknown action's lookup; doubles up to an hour
+
+    _durations = field_validator(
+        "tick", "heartbeat", "approval_warning", "delivery_timeout", "reconcile_every", mode="before"
+    )(lambda v: f"{parse_duration(v)}s")
+
+
 class ConfigFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     database: str = "sqlite:///warrant.db"
@@ -51,6 +89,8 @@ class ConfigFile(BaseModel):
     adapters: list[str] = []
     policies: list[str] = []
     ledger_key_env: str = "WARRANT_LEDGER_KEY"
+    webhooks: list[WebhookEntry] = []
+    watchdog: WatchdogEntry = WatchdogEntry()
 
 
 class AdapterFile(BaseModel):
@@ -69,6 +109,31 @@ class ApiKey:
 
 
 @dataclass(frozen=True)
+class Webhook:
+    name: str
+    url: str
+    secret: bytes = field(repr=False)
+    events: frozenset[str] | None  # None: every kind
+
+    def wants(self, kind: str) -> bool:
+        return self.events is None or kind in self.events
+
+
+@dataclass(frozen=True)
+class WatchdogSettings:
+    """`watchdog:` in warrant.yaml, durations in seconds (gateway/watchdog.py)."""
+
+    enabled: bool = True
+    tick: float = 5.0
+    heartbeat: float = 60.0
+    approval_warning: float = 900.0
+    approval_warning_share: float = 0.1
+    delivery_attempts: int = 8
+    delivery_timeout: float = 10.0
+    reconcile_every: float = 60.0
+
+
+@dataclass(frozen=True)
 class Settings:
     path: Path
     database: str
@@ -78,6 +143,8 @@ class Settings:
     adapter_files: tuple[Path, ...]
     policy_files: tuple[Path, ...]
     ledger_key: bytes
+    webhooks: tuple[Webhook, ...] = ()
+    watchdog: WatchdogSettings = WatchdogSettings()
 
 
 def find_config(explicit: str | None) -> Path:
@@ -99,11 +166,29 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
     missing = [k.key_env for k in raw.api_keys if not env.get(k.key_env)]
     if not env.get(raw.ledger_key_env):
         missing.append(raw.ledger_key_env)
+    missing += [w.secret_env for w in raw.webhooks if not env.get(w.secret_env)]
     if missing:
         raise ConfigError(f"{path}: these environment variables must be set: {', '.join(sorted(set(missing)))}")
     names = [k.name for k in raw.api_keys]
     if len(names) != len(set(names)):
         raise ConfigError(f"{path}: api key names must be unique")
+    webhooks = tuple(
+        Webhook(w.name or w.url, w.url, env[w.secret_env].encode(), frozenset(w.events) if w.events else None)
+        for w in raw.webhooks
+    )
+    if len({w.name for w in webhooks}) != len(webhooks):
+        raise ConfigError(f"{path}: webhook names (default: their url) must be unique")
+    wd = raw.watchdog
+    watchdog = WatchdogSettings(
+        enabled=wd.enabled,
+        tick=parse_duration(wd.tick),
+        heartbeat=parse_duration(wd.heartbeat),
+        approval_warning=parse_duration(wd.approval_warning),
+        approval_warning_share=wd.approval_warning_share,
+        delivery_attempts=wd.delivery_attempts,
+        delivery_timeout=parse_duration(wd.delivery_timeout),
+        reconcile_every=parse_duration(wd.reconcile_every),
+    )
     keys = tuple(
         ApiKey(k.name, k.tenant, frozenset(k.roles), hashlib.sha256(env[k.key_env].encode()).hexdigest())
         for k in raw.api_keys
@@ -121,6 +206,8 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         adapter_files=tuple((base / p).resolve() for p in raw.adapters),
         policy_files=tuple((base / p).resolve() for p in raw.policies),
         ledger_key=env[raw.ledger_key_env].encode(),
+        webhooks=webhooks,
+        watchdog=watchdog,
     )
 
 

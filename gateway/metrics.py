@@ -6,6 +6,8 @@ Counted by the gate (process-wide, no ids):
                                             unknown; a call answered without dispatch: replayed, refused
     warrant_refusals_total{code}            refused calls by code (approval_required included)
     warrant_admit_seconds                   histogram: the admit transaction (gate step 6)
+    warrant_alerts_total{kind}              watchdog alerts this process raised (each alert is raised
+                                            by one process only: sum over processes)
 
 Read from the store at each scrape, for the scraping key's tenant:
 
@@ -59,6 +61,10 @@ class Metrics:
             buckets=ADMIT_BUCKETS,
             registry=self.registry,
         )
+        self._alerts = Counter("warrant_alerts", "Watchdog alerts raised, by kind", ("kind",), registry=self.registry)
+
+    def observe_alert(self, kind: str) -> None:
+        self._alerts.labels(kind).inc()
 
     def observe_call(self, tool: str, outcome: str, code: str | None = None) -> None:
         """One call's outcome; a `refused` one is also counted by its code."""

@@ -2,7 +2,8 @@
 
 `/healthz` needs no key (load balancers and orchestrators probe it) and names no run, tenant or
 secret: the store (a trivial query, bounded by `HEALTH_TIMEOUT`), its background work (the WAL
-checkpointer) and every adapter (its `health()`: a downstream's supervisor, its connection).
+checkpointer), every adapter (its `health()`: a downstream's supervisor, its connection) and the
+watchdog (its last tick).
 All ok is 200 `{"status": "ok", ...}`; anything else is 503 `{"status": "degraded", ...}`,
 `checks` naming each.
 
@@ -46,7 +47,8 @@ async def healthz(request: Request) -> Response:
 
 
 async def health_checks(gateway: Gateway) -> dict[str, dict[str, Any]]:
-    """Every check by name: `store`, `checkpointer`, `adapter:<name>`; each at least `{status}`."""
+    """Every check by name: `store`, `checkpointer`, `adapter:<name>`, `watchdog` (its last tick
+    at most three ticks old); each at least `{status}`."""
     try:
         checks = await asyncio.wait_for(gateway.store.health(), HEALTH_TIMEOUT)
     except TimeoutError:
@@ -60,6 +62,8 @@ async def health_checks(gateway: Gateway) -> dict[str, dict[str, Any]]:
             log.exception("the health check of adapter %s failed", adapter.name)
             report = {"status": "down", "code": "health_check_failed"}
         checks[f"adapter:{adapter.name}"] = report
+    if gateway.watchdog is not None:
+        checks["watchdog"] = gateway.watchdog.health()
     return checks
 
 

@@ -23,6 +23,7 @@ from gateway.pins import Pins
 from gateway.reconcile import reconcile_run
 from gateway.store.base import Store
 from gateway.store.records import ActionRecord, Principal, RunRecord, SettleKind, Settlement
+from gateway.watchdog import Watchdog
 
 log = logging.getLogger("warrant.service")
 
@@ -36,6 +37,7 @@ class Gateway:
     adapters: Sequence[Adapter]
     api_keys: Sequence[ApiKey]
     pins: Pins | None = None  # downstream tool pins (gateway/pins.py)
+    watchdog: Watchdog | None = None  # time enforcement and alerts (gateway/watchdog.py)
 
     def principal_for_key(self, key_sha256: str) -> Principal | None:
         for key in self.api_keys:
