@@ -90,6 +90,9 @@ class Database:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
 
     async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._kick()
         if self._flusher is not None and not self._flusher.done():
             await asyncio.shield(self._flusher)  # queued transactions (read settles) commit first
@@ -234,13 +237,17 @@ class Database:
         if not lazy:
             self._kick()
         elif self._timer is None and (self._flusher is None or self._flusher.done()):
-            self._timer = loop.call_later(LAZY_DELAY, self._kick)
+            self._timer = loop.call_later(LAZY_DELAY, self._lazy_due)
         return future
 
+    def _lazy_due(self) -> None:
+        self._timer = None
+        self._kick()
+
     def _kick(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        # An armed timer stays armed: when it fires with nothing queued it does nothing, and a
+        # lazy transaction queued meanwhile rides it (sooner than LAZY_DELAY, never later). Not
+        # cancelling and re-arming it on every call keeps a timer per read off the event loop.
         if self._queue and (self._flusher is None or self._flusher.done()):
             self._flusher = asyncio.get_running_loop().create_task(self._flush())
 
