@@ -48,6 +48,7 @@ ROLES: dict[str, frozenset[str]] = {
             "events.read",
             "approvals.read",
             "tools.read",
+            "usage.report",
         }
     ),
     "approver": frozenset({"approvals.read", "approvals.decide", "tools.read"}),

@@ -99,7 +99,7 @@ def _enum(values: type[Any]) -> dict[str, Any]:
 def _operations() -> tuple[Op, ...]:
     # Imported here, not at the top: routes.py serves this module's route, and these are its models.
     from gateway.api.keys import CreateKeyBody, RevokeKeyBody, RotateKeyBody
-    from gateway.api.routes import ControlBody, DecisionBody, LeaseBody, ResolveBody
+    from gateway.api.routes import ControlBody, DecisionBody, LeaseBody, ResolveBody, UsageBody
     from gateway.api.tools import AcceptBody
 
     run = "/api/runs/{run_id}"
@@ -238,9 +238,19 @@ def _operations() -> tuple[Op, ...]:
             errors=(409,),
         ),
         Op("POST", f"{run}/successor", "Create the run's successor", None, later=True),
-        Op("POST", f"{run}/usage", "Report model or runtime spend", None, later=True),
+        Op(
+            "POST",
+            f"{run}/usage",
+            "Report model or runtime spend against the run; a retry with the same `ref` is charged once",
+            "usage.report",
+            201,
+            schemas.ChargeView,
+            UsageBody,
+            True,
+            errors=(409,),
+        ),
         Op("GET", f"{run}/recovery", "The recovery package", None, later=True),
-        Op("GET", f"{run}/report", "The pilot measures", None, later=True),
+        Op("GET", f"{run}/report", "The pilot measures and the cost by tag", "runs.read", response=schemas.RunReport),
         Op(
             "POST",
             "/api/actions/{action_id}/resolve",

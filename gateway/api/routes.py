@@ -27,10 +27,12 @@ from gateway.domain.contract import parse_contract, problems_of
 from gateway.domain.keys import looks_like_api_key
 from gateway.domain.leases import looks_like_token, token_hash
 from gateway.domain.lifecycle import RunStatus
+from gateway.domain.report import build_report
+from gateway.domain.units import format_money, parse_money
 from gateway.errors import InvalidRequest, NotFound, Unauthenticated, WarrantError
 from gateway.roles import require
 from gateway.service import Gateway
-from gateway.store.records import ApprovalStatus, Principal
+from gateway.store.records import ApprovalStatus, Principal, RunRecord
 
 log = logging.getLogger("warrant.api")
 
@@ -158,6 +160,30 @@ class DecisionBody(BaseModel):
     expected_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
 
 
+class UsageBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["model", "runtime"]
+    amount: str = Field(min_length=1, max_length=32, description='a decimal string in the run\'s currency: "0.42"')
+    note: str | None = Field(None, max_length=2000)
+    ref: str | None = Field(
+        None, min_length=1, max_length=128, description="the reporter's reference: a retry with it is charged once"
+    )
+
+
+async def run_to_act_for(gateway: Gateway, principal: Principal, run_id: str) -> RunRecord:
+    """The run, when this key may act for it (lease it, report its usage): a worker-role key only for
+    the runs whose contract names it in `workers`, when it names any.
+
+    Raises: NotFound, also for a run the worker key is not given (it sees only its own).
+    """
+    run = await gateway.store.get_run(principal.tenant, run_id)
+    workers = run.contract.get("workers") or []
+    if workers and "worker" in principal.roles and not principal.roles & {"admin", "operator"}:
+        if principal.name not in workers:
+            raise NotFound(f"no run {run_id}")
+    return run
+
+
 # -- runs ------------------------------------------------------------------------------------
 @endpoint("runs.create")
 async def create_run(request: Request, principal: Principal, gateway: Gateway) -> Response:
@@ -197,11 +223,7 @@ async def get_run(request: Request, principal: Principal, gateway: Gateway) -> R
 async def acquire_lease(request: Request, principal: Principal, gateway: Gateway) -> Response:
     body = await read_model(request, LeaseBody)
     run_id = request.path_params["run_id"]
-    run = await gateway.store.get_run(principal.tenant, run_id)
-    workers = run.contract.get("workers") or []
-    if workers and "worker" in principal.roles and not principal.roles & {"admin", "operator"}:
-        if principal.name not in workers:
-            raise NotFound(f"no run {run_id}")  # a worker key sees only the runs it is given
+    await run_to_act_for(gateway, principal, run_id)
     grant = await gateway.store.acquire_lease(principal, run_id, body.worker, takeover=body.takeover)
     return JSONResponse(
         {
@@ -320,6 +342,51 @@ async def resolve_action(request: Request, principal: Principal, gateway: Gatewa
     return JSONResponse(action_view(action, run.currency))
 
 
+@endpoint("usage.report")
+async def report_usage(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    """Model or runtime spend against the run: recorded even past its limit (it already happened)."""
+    body = await read_model(request, UsageBody)
+    run_id = request.path_params["run_id"]
+    run = await run_to_act_for(gateway, principal, run_id)
+    try:
+        amount = parse_money(body.amount, run.currency)
+    except ValueError as exc:
+        raise InvalidRequest(
+            f"the amount is not one in {run.currency}", problems=[{"field": "amount", "problem": str(exc)}]
+        ) from None
+    recorded = await gateway.store.report_usage(
+        principal, run_id, kind=body.kind, amount=amount, note=body.note, ref=body.ref
+    )
+    charge, after = recorded.charge, recorded.run
+    spend = {
+        "limit": format_money(after.limits["spend"], after.currency),
+        "reserved": format_money(after.reserved["spend"], after.currency),
+        "spent": format_money(after.spent["spend"], after.currency),
+        "remaining": format_money(after.remaining(gateway.clock.now())["spend"], after.currency),
+    }
+    view = {
+        "charge_id": charge.charge_id,
+        "run_id": charge.run_id,
+        "kind": charge.kind,
+        "tag": charge.tag,
+        "amount": format_money(charge.amount, after.currency),
+        "note": charge.note,
+        "ref": charge.ref,
+        "by": charge.principal,
+        "created_at": isoformat(charge.created_at),
+        "replayed": recorded.replayed,
+        "spend": spend,
+    }
+    return JSONResponse(view, status_code=201)
+
+
+@endpoint("runs.read")
+async def run_report(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    """The pilot measures (gateway/domain/report.py), from the ledger's records."""
+    inputs = await gateway.store.report_inputs(principal.tenant, request.path_params["run_id"])
+    return JSONResponse(build_report(inputs, gateway.clock.now()).as_dict())
+
+
 # -- approvals -------------------------------------------------------------------------------
 @endpoint("approvals.read")
 async def list_approvals(request: Request, principal: Principal, gateway: Gateway) -> Response:
@@ -410,9 +477,9 @@ routes = [
     Route("/api/runs/{run_id}/revise", not_yet("revise", "progress and recovery"), methods=["POST"]),
     Route("/api/runs/{run_id}/reconcile", reconcile_run, methods=["POST"]),
     Route("/api/runs/{run_id}/successor", not_yet("successor", "progress and recovery"), methods=["POST"]),
-    Route("/api/runs/{run_id}/usage", not_yet("usage", "time and the watchdog"), methods=["POST"]),
+    Route("/api/runs/{run_id}/usage", report_usage, methods=["POST"]),
     Route("/api/runs/{run_id}/recovery", not_yet("recovery", "progress and recovery"), methods=["GET"]),
-    Route("/api/runs/{run_id}/report", not_yet("report", "time and the watchdog"), methods=["GET"]),
+    Route("/api/runs/{run_id}/report", run_report, methods=["GET"]),
     Route("/api/actions/{action_id}/resolve", resolve_action, methods=["POST"]),
     Route("/api/actions", audit_actions, methods=["GET"]),
     Route("/api/openapi.json", openapi_json, methods=["GET"]),

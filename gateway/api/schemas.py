@@ -147,6 +147,79 @@ class Reconciled(_View):
     run: RunView
 
 
+# -- reported spend and the pilot report (gateway/domain/report.py) -------------------------
+ChargeTag = Literal["model", "tool", "runtime", "recovery"]
+
+
+class ChargeView(_View):
+    charge_id: str
+    run_id: str
+    kind: Literal["model", "runtime"]
+    tag: ChargeTag = Field(description="`recovery` when reported after a resume and before the next checkpoint")
+    amount: Money
+    note: str | None
+    ref: str | None
+    by: str = Field(description="the API key that reported it")
+    created_at: Timestamp
+    replayed: bool = Field(description="this `ref` was reported before with the same body: nothing charged again")
+    spend: MoneyBudget = Field(description="the run's spend after the charge; remaining is negative past the limit")
+
+
+class ReviewTimeView(_View):
+    approvals: int = Field(description="decided approvals (approved or denied)")
+    total_seconds: float
+    median_seconds: float | None
+    max_seconds: float | None
+
+
+class RecoveryView(_View):
+    resumes: int
+    recovery_spend: Money
+    recovery_seconds: float = Field(description="from each resume to the next checkpoint (or resume, end, now)")
+
+
+class CostByTag(_View):
+    model: Money
+    tool: Money
+    runtime: Money
+    recovery: Money
+
+
+class CostView(_View):
+    total: Money = Field(description="equals budgets.spend.spent")
+    by_tag: CostByTag
+
+
+class LimitSpent(_View):
+    limit: int
+    spent: int
+
+
+class MoneyLimitSpent(_View):
+    limit: Money
+    spent: Money
+
+
+class ReportBudgets(_View):
+    spend: MoneyLimitSpent
+    tool_calls: LimitSpent
+    writes: LimitSpent
+    active_seconds: LimitSpent
+
+
+class RunReport(_View):
+    run_id: str
+    status: RunStatus
+    currency: str
+    usable: bool = Field(description="the outcome was verified: the run completed")
+    review_time: ReviewTimeView = Field(description="approval requested to decided")
+    recovery: RecoveryView
+    duplicates_found: int = Field(description="actions reconciliation found succeeded after they were unknown")
+    cost: CostView
+    budgets: ReportBudgets
+    active_seconds: int
+
+
 # -- actions and events ----------------------------------------------------------------------
 class ActionReserved(_View):
     spend: Money

@@ -21,6 +21,7 @@ from typing import Any
 from gateway.domain.admission import CallFacts
 from gateway.domain.contract import Contract
 from gateway.domain.keys import ApiKeyRecord, KeyEvent
+from gateway.domain.report import ChargeRecorded, ReportInputs
 from gateway.domain.watch import Alert, RunWatch, UnknownAction
 from gateway.errors import Refusal
 from gateway.store.chain import EntryRow, VerifyReport
@@ -338,6 +339,24 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def health(self) -> HealthReport:
         """A trivial query, and the store's background work. The caller bounds the wait."""
+
+    # -- reported spend and the pilot report (gateway/domain/report.py) --------------------
+    @abc.abstractmethod
+    async def report_usage(
+        self, principal: Principal, run_id: str, *, kind: str, amount: int, note: str | None, ref: str | None
+    ) -> ChargeRecorded:
+        """Record a reported cost (minor units) against the run's spend, in ONE transaction with its
+        `usage_reported` entry (and `budget_overrun` when it takes the spend past the limit: a cost
+        that already happened is recorded, never refused). Tagged `recovery` while the run is resumed
+        and has no checkpoint since. Any status, terminal too.
+
+        Raises: NotFound; Conflict `idempotency_conflict` when `ref` was reported with another body.
+        """
+
+    @abc.abstractmethod
+    async def report_inputs(self, tenant: str, run_id: str) -> ReportInputs:
+        """The run, its charges, its tool calls' settled costs and the ledger facts a report reads,
+        in one read. Raises: NotFound."""
 
     # -- the watchdog and webhook deliveries (gateway/watchdog.py, gateway/webhooks.py) ----
     @abc.abstractmethod

@@ -34,12 +34,13 @@ from gateway.store.sqlite_rows import (
     run_from_row,
 )
 from gateway.store.sqlite_stats import StatsOps
+from gateway.store.sqlite_usage import UsageOps
 from gateway.store.sqlite_watch import WatchOps
 
 __all__ = ["SQLiteStore", "default_process_id"]
 
 
-class SQLiteStore(GateOps, ApprovalOps, RecordOps, AuditOps, KeyOps, StatsOps, WatchOps, Store):
+class SQLiteStore(GateOps, ApprovalOps, RecordOps, AuditOps, KeyOps, StatsOps, UsageOps, WatchOps, Store):
     """One SQLite file, WAL, every decision in one `BEGIN IMMEDIATE` transaction; split by concern
     into the parts it inherits (gate, approvals, record)."""
 
@@ -135,6 +136,8 @@ class SQLiteStore(GateOps, ApprovalOps, RecordOps, AuditOps, KeyOps, StatsOps, W
                         self._set_status(
                             conn, resumed, RunEvent.APPROVAL_PENDING, now, by="gateway", reason="approvals are pending"
                         )
+                    # Charges from here to the next checkpoint are recovery (gateway/domain/report.py).
+                    conn.execute("UPDATE runs SET last_resumed_at = ? WHERE run_id = ?", (now, run_id))
                 elif event is RunEvent.CANCEL:
                     self._cancel(conn, run, now, principal.name, reason, **data)
                 else:

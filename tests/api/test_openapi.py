@@ -125,14 +125,27 @@ async def test_the_views_output_conforms_to_the_response_models(api: Api) -> Non
         check("POST", "/api/runs/{run_id}/pause", 200, (await c.post(f"/api/runs/{rid}/pause")).json())
         bad = await c.post("/api/runs", json={"goal": ""})
         check("POST", "/api/runs", 422, bad.json())
-        later = await c.post(f"/api/runs/{rid}/usage", json={})
-        check("POST", "/api/runs/{run_id}/usage", 501, later.json())
+        later = await c.post(f"/api/runs/{rid}/successor", json={})
+        check("POST", "/api/runs/{run_id}/successor", 501, later.json())
+        usage = await c.post(f"/api/runs/{rid}/usage", json={"kind": "model", "amount": "0.42", "ref": "r1"})
+        check("POST", "/api/runs/{run_id}/usage", 201, usage.json())
+        check("GET", "/api/runs/{run_id}/report", 200, (await c.get(f"/api/runs/{rid}/report")).json())
     async with api.client("appr") as c:
         decided = await c.post(f"/api/approvals/{approval_id}/approve", json={})
         check("POST", "/api/approvals/{approval_id}/approve", 200, decided.json())
     async with api.client(None) as c:
         check("GET", "/api/runs", 401, (await c.get("/api/runs")).json())
-    assert {"RunView", "RunDetail", "ActionPage", "EventPage", "ApprovalView", "ErrorBody"} <= conformance.checked
+    expected = {
+        "RunView",
+        "RunDetail",
+        "ActionPage",
+        "EventPage",
+        "ApprovalView",
+        "ChargeView",
+        "RunReport",
+        "ErrorBody",
+    }
+    assert expected <= conformance.checked
 
 
 @pytest.mark.parametrize(

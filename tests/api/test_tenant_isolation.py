@@ -99,6 +99,7 @@ def body_for(route: Served, acme: Acme) -> dict[str, Any] | None:
         "revoke": {"reason": "intrusion"},
         "rotate": {"overlap": "0s", "expires_in": None},
         "accept": {"definition_sha256": "0" * 64},
+        "usage": {"kind": "model", "amount": "0.01", "note": "intrusion", "ref": "intrusion"},
         "keys": {"name": "intruder", "roles": ["admin"], "tenant": "acme"},
         "runs": {},
     }.get(last, {})

@@ -1,0 +1,137 @@
+"""The SQLite store's reported spend (`charges`) and what a run's pilot report reads.
+
+A charge is recorded in ONE transaction with the run's spend counter it moves and the ledger
+entries that say so, so the counter, the rows and the chain never disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from gateway.domain.report import Charge, ChargeRecorded, Fact, ReportInputs, ToolCost, charge_tag
+from gateway.domain.units import format_money
+from gateway.errors import Conflict
+from gateway.ids import new_id
+from gateway.store.records import Principal
+from gateway.store.sqlite_base import Conn, SQLiteBase
+from gateway.store.sqlite_rows import run_from_row
+
+_CHARGE_COLUMNS = "charge_id, run_id, kind, tag, amount, note, ref, principal, created_at"
+# The ledger entries a report reads: status changes, approvals, and actions settled after `unknown`.
+_FACTS = (
+    "SELECT type, at, body FROM events WHERE run_id = ? AND (type LIKE 'run\\_%' ESCAPE '\\' "
+    "OR type IN ('approval_requested', 'approval_approved', 'approval_denied') "
+    "OR (type = 'action_settled' AND json_extract(body, '$.data.previous') = 'unknown')) ORDER BY seq"
+)
+
+
+def _charge(row: sqlite3.Row) -> Charge:
+    return Charge(*(row[name] for name in _CHARGE_COLUMNS.split(", ")))
+
+
+class UsageOps(SQLiteBase):
+    async def report_usage(
+        self, principal: Principal, run_id: str, *, kind: str, amount: int, note: str | None, ref: str | None
+    ) -> ChargeRecorded:
+        def tx(conn: Conn) -> ChargeRecorded:
+            now = self._clock.now()
+            run = self._expire_if_due(conn, run_from_row(self._run_row(conn, run_id, principal.tenant)), now)
+            if ref is not None:
+                prior = conn.execute(
+                    f"SELECT {_CHARGE_COLUMNS} FROM charges WHERE run_id = ? AND ref = ?", (run_id, ref)
+                ).fetchone()
+                if prior is not None:
+                    charge = _charge(prior)
+                    if (charge.kind, charge.amount, charge.note) != (kind, amount, note):
+                        raise Conflict(
+                            f"ref {ref!r} was reported before with another kind, amount or note",
+                            code="idempotency_conflict",
+                            charge_id=charge.charge_id,
+                        )
+                    return ChargeRecorded(charge, run.snapshot(), replayed=True)
+            row = conn.execute("SELECT last_resumed_at, last_checkpoint_at FROM runs WHERE run_id = ?", (run_id,))
+            resumed_at, checkpoint_at = row.fetchone()
+            charge = Charge(
+                charge_id=new_id("chg"),
+                run_id=run_id,
+                kind=kind,
+                tag=charge_tag(kind, resumed_at, checkpoint_at),
+                amount=amount,
+                note=note,
+                ref=ref,
+                principal=principal.name,
+                created_at=now,
+            )
+            conn.execute(
+                f"INSERT INTO charges (tenant, {_CHARGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run.tenant,
+                    charge.charge_id,
+                    run_id,
+                    kind,
+                    charge.tag,
+                    amount,
+                    note,
+                    ref,
+                    principal.name,
+                    now,
+                ),
+            )
+            # A reported cost already happened: it is spent even past the limit (never refused).
+            conn.execute(
+                "UPDATE runs SET spend_spent = spend_spent + ?, updated_at = ? WHERE run_id = ?", (amount, now, run_id)
+            )
+            money = run.currency
+            self._event(
+                conn,
+                run_id,
+                "usage_reported",
+                now,
+                charge_id=charge.charge_id,
+                kind=kind,
+                tag=charge.tag,
+                amount=format_money(amount, money),
+                note=note,
+                ref=ref,
+                by=principal.name,
+            )
+            spent, limit = run.spent["spend"] + amount, run.limits["spend"]
+            overrun = spent > limit
+            if overrun:
+                self._event(
+                    conn,
+                    run_id,
+                    "budget_overrun",
+                    now,
+                    charge_id=charge.charge_id,
+                    dimension="spend",
+                    spent=format_money(spent, money),
+                    limit=format_money(limit, money),
+                )
+            after = run_from_row(self._run_row(conn, run_id))
+            return ChargeRecorded(charge, after.snapshot(), replayed=False, overrun=overrun)
+
+        return await self._db.transaction(tx, durable=True)
+
+    async def report_inputs(self, tenant: str, run_id: str) -> ReportInputs:
+        def read(conn: Conn) -> ReportInputs:
+            row = self._run_row(conn, run_id, tenant)
+            charges = conn.execute(
+                f"SELECT {_CHARGE_COLUMNS} FROM charges WHERE run_id = ? ORDER BY seq", (run_id,)
+            ).fetchall()
+            costs = conn.execute(
+                "SELECT created_at, actual_spend FROM actions WHERE run_id = ? AND actual_spend IS NOT NULL "
+                "AND actual_spend != 0 ORDER BY seq",
+                (run_id,),
+            ).fetchall()
+            facts = [Fact(r["type"], r["at"], json.loads(r["body"])["data"]) for r in conn.execute(_FACTS, (run_id,))]
+            return ReportInputs(
+                run=run_from_row(row).snapshot(),
+                charges=[_charge(c) for c in charges],
+                tool_costs=[ToolCost(c["created_at"], c["actual_spend"]) for c in costs],
+                facts=facts,
+                last_checkpoint_at=row["last_checkpoint_at"],
+            )
+
+        return await self._db.read(read)
