@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
+from gateway.domain.units import format_duration
+
 BAR_WIDTH = 10
 SUMMARY_WIDTH = 160  # the longest event summary on one line
 
@@ -120,3 +122,42 @@ def event_line(event: Mapping[str, Any]) -> str:
     data = event.get("data")
     summary = summarize(data) if isinstance(data, Mapping) else cell(data)
     return f"{event['seq']:>5}  {short_time(event.get('at'))}  {event['type']:<20}  {summary}".rstrip()
+
+
+def _seconds(value: Any) -> str:
+    """`3725.5` seconds as `1h2m5s`; `-` for none."""
+    return "-" if value is None else format_duration(round(value))
+
+
+def report_text(report: Mapping[str, Any]) -> str:
+    """`runs report` for a person: the pilot measures, then the cost by tag adding up to the spend."""
+    review, recovery, cost = report["review_time"], report["recovery"], report["cost"]
+    active = report["budgets"]["active_seconds"]
+    spend = report["budgets"]["spend"]
+    approvals = review["approvals"]
+    measures = [
+        ("usable", "yes (completed)" if report["usable"] else f"no ({report['status']})"),
+        (
+            "review time",
+            f"{approvals} decided approval{'s' * (approvals != 1)}"
+            + (
+                f": total {_seconds(review['total_seconds'])}, median {_seconds(review['median_seconds'])}, "
+                f"max {_seconds(review['max_seconds'])}"
+                if approvals
+                else ""
+            ),
+        ),
+        (
+            "recovery",
+            f"{recovery['resumes']} resume{'s' * (recovery['resumes'] != 1)}, "
+            f"{recovery['recovery_spend']} spent, {_seconds(recovery['recovery_seconds'])}",
+        ),
+        ("duplicates", f"{report['duplicates_found']} found by reconciliation"),
+        ("active time", f"{_seconds(active['spent'])} of {_seconds(active['limit'])}"),
+    ]
+    lines = [f"{report['run_id']}  {report['status']}"]
+    lines += [f"  {name.ljust(11)}  {value}" for name, value in measures]
+    rows = [[tag, amount] for tag, amount in cost["by_tag"].items()] + [["total", cost["total"]]]
+    lines += ["", f"cost by tag ({report.get('currency', '')}); spend budget {spend['spent']} of {spend['limit']}"]
+    lines += [f"  {line}" for line in table(["TAG", "AMOUNT"], rows).splitlines()]
+    return "\n".join(lines)

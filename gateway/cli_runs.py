@@ -7,6 +7,9 @@
     warrant runs cancel RUN [--reason TEXT] [--hard]
     warrant runs successor RUN [--reason TEXT]
     warrant runs actions RUN                      the action ledger as a table
+    warrant runs usage RUN --kind K --amount A [--note TEXT] [--ref REF]
+                                                  report model or runtime spend against the run
+    warrant runs report RUN                       the pilot measures and the cost by tag
     warrant leases acquire RUN [--worker W] [--takeover]
     warrant leases renew [--token T]              (default: WARRANT_TOKEN)
 
@@ -33,7 +36,7 @@ from urllib.parse import quote
 import httpx
 
 from gateway import cli_http
-from gateway.cli_format import budget_lines, cell, short_hash, short_time, table
+from gateway.cli_format import budget_lines, cell, report_text, short_hash, short_time, table
 from gateway.cli_http import ApiFailed, add_url, reporting
 from gateway.domain.lifecycle import RunStatus
 from gateway.errors import InvalidRequest
@@ -74,7 +77,17 @@ def add_commands(sub: Any) -> None:
     actions = runs_sub.add_parser("actions", help="the run's action ledger as a table")
     actions.add_argument("run_id")
     actions.set_defaults(func=reporting(_actions))
-    commands += [cancel, successor, actions]
+    usage = runs_sub.add_parser("usage", help="report model or runtime spend against a run (worker or operator)")
+    usage.add_argument("run_id")
+    usage.add_argument("--kind", choices=["model", "runtime"], required=True)
+    usage.add_argument("--amount", required=True, help='a decimal in the run\'s currency, like "0.42"')
+    usage.add_argument("--note", help="what it was for, recorded in the run's history")
+    usage.add_argument("--ref", help="your reference for this cost: a retry with the same one is charged once")
+    usage.set_defaults(func=reporting(_usage))
+    report = runs_sub.add_parser("report", help="the pilot measures and the cost by tag")
+    report.add_argument("run_id")
+    report.set_defaults(func=reporting(_report))
+    commands += [cancel, successor, actions, usage, report]
 
     leases = sub.add_parser("leases", help="acquire or renew a run's lease")
     leases_sub = leases.add_subparsers(dest="leases_command", required=True)
@@ -332,6 +345,34 @@ def _actions(args: argparse.Namespace) -> int:
         print_json({"items": actions, "next_cursor": None})
     else:
         print(actions_table(actions) if actions else "no actions yet")
+    return 0
+
+
+# -- usage and the report --------------------------------------------------------------------
+def _usage(args: argparse.Namespace) -> int:
+    body = {"kind": args.kind, "amount": args.amount, "note": args.note, "ref": args.ref}
+    with cli_http.client(args) as http:
+        charge = cli_http.call(
+            http, "POST", api_path("runs", args.run_id, "usage"), {k: v for k, v in body.items() if v is not None}
+        )
+    if args.json:
+        print_json(charge)
+        return 0
+    again = " (reported before: not charged again)" if charge["replayed"] else ""
+    spend = charge["spend"]
+    print(
+        f"{charge['charge_id']}: {charge['amount']} {charge['tag']}{again}; spent {spend['spent']} of {spend['limit']}"
+    )
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    with cli_http.client(args) as http:
+        report = cli_http.call(http, "GET", api_path("runs", args.run_id, "report"))
+    if args.json:
+        print_json(report)
+    else:
+        print(report_text(report))
     return 0
 
 

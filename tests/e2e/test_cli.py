@@ -238,6 +238,32 @@ async def test_a_pinned_hash_that_is_not_the_payload_is_refused_payload_mismatch
         assert (await api.get(f"/api/approvals/{approval_id}")).json()["status"] == "pending"
 
 
+# -- usage and the pilot report --------------------------------------------------------------
+async def test_reported_usage_and_a_tool_call_add_up_in_the_report(served: Served) -> None:
+    run_id = await served.new_run()
+    token = (await served.ok("op", "leases", "acquire", run_id)).strip()
+    with anyio.fail_after(WAIT):
+        async with served.agent(token) as agent:
+            note = await agent.call_tool("notes__append", {"title": "costs", "body": "one note"})
+    assert code_of(note) is None, note
+    usage = ("runs", "usage", run_id, "--kind", "model", "--amount", "0.42", "--note", "tokens", "--ref", "step-1")
+    first = await served.ok("op", *usage)
+    assert ": 0.42 model;" in first and "not charged again" not in first
+    assert "not charged again" in await served.ok("op", *usage)
+    await served.ok("op", "runs", "usage", run_id, "--kind", "runtime", "--amount", "0.05")
+    refused = await served.warrant("op", "runs", "usage", run_id, "--kind", "model", "--amount", "0.001")
+    assert refused.returncode == 1 and refused.stderr.startswith("warrant: [invalid_request]")
+
+    shown = (await served.ok("aud", "runs", "report", run_id)).splitlines()
+    assert shown[0] == f"{run_id}  running"
+    header = next(i for i, line in enumerate(shown) if line.split() == ["TAG", "AMOUNT"])
+    rows = dict(line.split() for line in shown[header + 1 :])
+    assert rows == {"model": "0.42", "tool": "0.01", "runtime": "0.05", "recovery": "0.00", "total": "0.48"}
+    report = json.loads(await served.ok("aud", "runs", "report", run_id, "--json"))
+    run = json.loads(await served.ok("aud", "runs", "show", run_id, "--json"))
+    assert report["cost"]["total"] == run["budgets"]["spend"]["spent"] == "0.48"
+
+
 # -- events, cancel, the ledger --------------------------------------------------------------
 async def test_cancel_then_the_history_lists_it_and_an_exported_bundle_verifies_offline_unless_edited(
     served: Served,

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from gateway.cli_format import report_text
 from gateway.domain.admission import RunSnapshot
 from gateway.domain.lifecycle import RunStatus
 from gateway.domain.report import (
@@ -141,3 +142,23 @@ def test_money_follows_the_runs_currency() -> None:
     yen = snapshot(currency="JPY", limits={"spend": 5000, "tool_calls": 1, "writes": 1, "active_seconds": 1})
     got = build_report(inputs(run=yen, charges=[charge("model", 420)]), T0).as_dict()
     assert got["cost"]["total"] == "420" and got["budgets"]["spend"]["limit"] == "5000"
+
+
+def test_runs_report_shows_the_measures_and_the_cost_by_tag_to_a_person() -> None:
+    facts = [
+        Fact("approval_requested", T0, {"approval_id": "a1"}),
+        Fact("approval_approved", T0 + 90, {"approval_id": "a1"}),
+        resumed(T0 + 100),
+    ]
+    report = build_report(inputs(facts=facts, charges=[charge("model", 7)], tool_costs=[ToolCost(T0, 50)]), T0 + 130)
+    lines = report_text(report.as_dict()).splitlines()
+    assert lines[0] == "run_1  running"
+    assert "  review time  1 decided approval: total 1m30s, median 1m30s, max 1m30s" in lines
+    assert "  recovery     1 resume, 0.00 spent, 30s" in lines
+    assert lines[-5:] == [
+        "  model     0.07",
+        "  tool      0.50",
+        "  runtime   0.00",
+        "  recovery  0.00",
+        "  total     0.57",
+    ]
