@@ -401,7 +401,6 @@ class Store(abc.ABC):
         """Deliveries oldest first, for operators and tests."""
 
 
-
 _log = logging.getLogger("warrant.store")
 
 
