@@ -41,6 +41,7 @@ LOOP_BATCH_MAX = 64  # the most transactions a batch run on the event loop's thr
 # statements and the audit query one per combination of filters; a hot statement pushed out of
 # the cache is prepared again, at tens of microseconds, on the next call that uses it.
 CACHED_STATEMENTS = 512
+WAL_RESTART_BYTES = 64 * 1024 * 1024  # a WAL growing past this size is restarted (see Checkpointer)
 
 
 def _migrations() -> list[tuple[int, str]]:
@@ -108,6 +109,7 @@ class Database:
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         conn.execute("PRAGMA synchronous=FULL")
+        conn.execute(f"PRAGMA journal_size_limit={WAL_RESTART_BYTES}")  # the WAL's size after a restart
         self._durable = True
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -312,12 +314,25 @@ class Checkpointer:
     ~20 ms spikes into one call in every few dozen. Here the serving connection never checkpoints;
     this thread's own connection does a PASSIVE checkpoint (it never blocks writers) every
     `every` commits or `interval` seconds, and a TRUNCATE one when the store closes.
+
+    A PASSIVE checkpoint alone never lets the WAL start over while the server writes without a
+    pause: SQLite rewinds the WAL only for a writer that begins when every frame is already in
+    the database file, and under steady load a new commit always lands first. The WAL then grows
+    by every commit's pages (about 33 KB per read) for as long as the load lasts. So once it has
+    grown past `restart_at` bytes, the thread also runs a RESTART checkpoint: it holds the write
+    lock while it copies the few frames the PASSIVE one left and syncs the database file, and the
+    next commit writes from the start of the WAL again, cutting the file back to `restart_at`
+    (the serving connection's `journal_size_limit`). Writers wait for it on the database thread
+    (the event loop never waits: see `Database._run_here`).
     """
 
-    def __init__(self, path: str, *, every: int = 500, interval: float = 1.0) -> None:
+    def __init__(
+        self, path: str, *, every: int = 500, interval: float = 1.0, restart_at: int = WAL_RESTART_BYTES
+    ) -> None:
         self._path = path
         self._every = every
         self._interval = interval
+        self._restart_at = restart_at
         self._commits = 0
         self._wake = threading.Event()
         self._stopping = False
@@ -341,9 +356,17 @@ class Checkpointer:
                 self._wake.wait(self._interval)
                 self._wake.clear()
                 self._checkpoint(conn, "PASSIVE")
+                if self._wal_bytes() > self._restart_at:
+                    self._checkpoint(conn, "RESTART")
             self._checkpoint(conn, "TRUNCATE")
         finally:
             conn.close()
+
+    def _wal_bytes(self) -> int:
+        try:
+            return os.path.getsize(self._path + "-wal")
+        except OSError:
+            return 0
 
     @staticmethod
     def _checkpoint(conn: sqlite3.Connection, mode: str) -> None:
