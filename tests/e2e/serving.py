@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,9 +13,18 @@ from pathlib import Path
 
 import httpx
 
-from tests.e2e.test_mcp_end_to_end import _stop
-
 ROOT = Path(__file__).resolve().parents[2]
+STOP_WAIT = 20.0  # seconds a stopping gateway gets before it is killed
+
+
+def stop_serve(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)  # lets the gateway close its downstream child on the way out
+        try:
+            proc.wait(STOP_WAIT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(STOP_WAIT)
 
 
 def clean_environ() -> dict[str, str]:
@@ -46,4 +56,4 @@ def warrant_serve(config: Path, url: str, env: dict[str, str], log: Path, wait: 
             time.sleep(0.05)
         yield
     finally:
-        _stop(proc)
+        stop_serve(proc)

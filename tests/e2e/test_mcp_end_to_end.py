@@ -15,9 +15,7 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +30,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.adapters.conftest import Notebook, free_port, wait_until
+from tests.e2e.serving import warrant_serve
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -121,16 +120,6 @@ def _alive(pid: int, marker: str) -> bool:
         return False
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)  # lets the gateway close its downstream child on the way out
-        try:
-            proc.wait(WAIT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(WAIT)
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("e2e")
@@ -159,31 +148,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     env = {**os.environ, "WARRANT_LEDGER_KEY": "e2e-ledger-key"} | {f"E2E_KEY_{n.upper()}": f"key-{n}" for n in KEYS}
     env.pop("WARRANT_TOKEN", None)
     log = tmp / "serve.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gateway.cli", "serve", "--config", str(config), "--log-level", "warning"],
-            env=env,
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
+    url = f"http://127.0.0.1:{port}"
     try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + WAIT
-        while True:  # bounded: the gateway starts its downstream child and waits for its first listing
-            assert proc.poll() is None, f"serve exited {proc.returncode}:\n{log.read_text()[-4000:]}"
-            assert time.monotonic() < deadline, f"serve did not answer /healthz in time:\n{log.read_text()[-4000:]}"
+        # bounded: the gateway starts its downstream child and waits for its first listing
+        with warrant_serve(config, url, env, log, WAIT):
             try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        yield Served(url, notebook, log)
+                yield Served(url, notebook, log)
+            finally:
+                (notebook.folder / "release").write_text("go")  # a slow_write a failed test left blocked ends now
     finally:
-        (notebook.folder / "release").write_text("go")  # a slow_write a failed test left blocked ends now
-        _stop(proc)
         pid_file = notebook.folder / "pid"
         if pid_file.exists():  # the gateway stops its child; a crash of the gateway may leave it behind
             pid = int(pid_file.read_text())
