@@ -30,6 +30,8 @@ class RunSnapshot:
     currency: str = "USD"
     active_seconds_spent: float = 0.0
     active_since: float | None = None
+    # The spec_version the worker has read (warrant_status); None: nothing to acknowledge.
+    acked_spec_version: str | None = None
 
     def active_seconds(self, now: float) -> float:
         running = max(0.0, now - self.active_since) if self.active_since is not None else 0.0
@@ -88,6 +90,18 @@ def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
         return Refusal("lease_expired", "the lease expired; renew or acquire it again", epoch=epoch)
     if run.status is RunStatus.PAUSED:
         return status_refusal(run.status)
+    return spec_refusal(run)
+
+
+def spec_refusal(run: RunSnapshot) -> Refusal | None:
+    """A revised contract the worker has not read yet (through warrant_status) refuses its calls."""
+    if run.acked_spec_version is not None and run.acked_spec_version != run.spec_version:
+        return Refusal(
+            "spec_version_mismatch",
+            f"the contract was revised to {run.spec_version}; read it with warrant_status before going on",
+            spec_version=run.spec_version,
+            acknowledged=run.acked_spec_version,
+        )
     return None
 
 

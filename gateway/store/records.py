@@ -40,6 +40,11 @@ class RunRecord:
     active_seconds_spent: float
     active_since: float | None
     count_waiting: bool
+    checkpoint_version: int = 0  # the newest checkpoint; 0: none (docs/progress.md)
+    acked_spec_version: str | None = None  # what the worker has read through warrant_status
+    predecessor_run_id: str | None = None  # a successor's predecessor, in the same lineage
+    carved: dict[str, int] | None = None  # a child run's share carved out of its parent
+    completion: dict[str, Any] | None = None  # summary, milestones, uncertain: set when completed
 
     @functools.cached_property
     def contract(self) -> dict[str, Any]:
@@ -62,6 +67,7 @@ class RunRecord:
             currency=self.currency,
             active_seconds_spent=self.active_seconds_spent,
             active_since=self.active_since,
+            acked_spec_version=self.acked_spec_version,
         )
 
 

@@ -56,8 +56,8 @@ class SQLiteStore(GateOps, ApprovalOps, RecordOps, AuditOps, KeyOps, StatsOps, U
             conn.execute(
                 "INSERT INTO runs (run_id, tenant, lineage_id, status, spec_version, contract, currency, owner, "
                 "created_by, created_at, updated_at, deadline, lease_ttl, spend_limit, tool_calls_limit, "
-                "writes_limit, active_seconds_limit, active_since, count_waiting) "
-                "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "writes_limit, active_seconds_limit, active_since, count_waiting, acked_spec_version) "
+                "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     principal.tenant,
@@ -77,6 +77,7 @@ class SQLiteStore(GateOps, ApprovalOps, RecordOps, AuditOps, KeyOps, StatsOps, U
                     limits["active_seconds"],
                     now,
                     int(terms.count_waiting),
+                    terms.spec_version,
                 ),
             )
             contract_sha = put_blob(conn, body, now)

@@ -50,6 +50,11 @@ def run_from_row(row: sqlite3.Row) -> RunRecord:
         active_seconds_spent=row["active_seconds_spent"],
         active_since=row["active_since"],
         count_waiting=bool(row["count_waiting"]),
+        checkpoint_version=row["checkpoint_version"],
+        acked_spec_version=row["acked_spec_version"],
+        predecessor_run_id=row["predecessor_run_id"],
+        carved=json.loads(row["carved"]) if row["carved"] else None,
+        completion=json.loads(row["completion"]) if row["completion"] else None,
     )
 
 
@@ -109,7 +114,7 @@ RUN_STATE_COLUMNS = (
     "run_id, tenant, lineage_id, status, spec_version, currency, deadline, lease_ttl, epoch, lease_expires_at, "
     "spend_limit, spend_reserved, spend_spent, tool_calls_limit, tool_calls_reserved, tool_calls_spent, "
     "writes_limit, writes_reserved, writes_spent, active_seconds_limit, active_seconds_spent, active_since, "
-    "head_seq, head_hash"
+    "head_seq, head_hash, acked_spec_version"
 )
 
 
@@ -150,6 +155,7 @@ def run_state(row: Sequence[Any]) -> RunState:
         active_since,
         head_seq,
         head_hash,
+        acked_spec_version,
     ) = row
     snapshot = RunSnapshot(
         run_id=run_id,
@@ -181,6 +187,7 @@ def run_state(row: Sequence[Any]) -> RunState:
         currency=currency,
         active_seconds_spent=active_spent,
         active_since=active_since,
+        acked_spec_version=acked_spec_version,
     )
     return RunState(snapshot, lease_ttl, head_seq, head_hash)
 
