@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from gateway.domain.checks import check_problems
 from gateway.domain.units import currency_exponent, parse_duration, parse_money
 from gateway.errors import InvalidRequest
 from gateway.policy.expressions import Expression, compiled
@@ -87,7 +88,17 @@ class ApprovalRule(_Strict):
 class Milestone(_Strict):
     id: str = Field(min_length=1, max_length=128)
     required: bool = True
+    # Kept as given on the wire (the stored contract is what was agreed); each check is parsed
+    # by gateway/domain/checks.py, and every bad one is listed with its index.
     checks: list[dict[str, Any]] = []
+
+    @field_validator("checks")
+    @classmethod
+    def _checks(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        problems = check_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
 
 class Contract(_Strict):
