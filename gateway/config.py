@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gateway.adapters.base import Adapter
+from gateway.domain.checks import Validator, parse_host_entry
 from gateway.domain.contract import problems_of
 from gateway.domain.units import parse_duration
 from gateway.domain.watch import KINDS
@@ -81,6 +82,24 @@ class WatchdogEntry(BaseModel):
     )(lambda v: f"{parse_duration(v)}s")
 
 
+class ArtifactLimits(BaseModel):
+    """`artifact_limits:` the caps on every read of evidence (gateway/evidence.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_bytes: int = Field(default=10 * 2**20, gt=0)
+    timeout: str | float = "10s"  # a duration, or seconds (fractions allowed)
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, value: Any) -> str | float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if value <= 0:
+                raise ValueError("timeout must be longer than zero")
+            return float(value)
+        parse_duration(value)
+        return str(value)
+
+
 class ConfigFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     database: str = "sqlite:///warrant.db"
@@ -91,6 +110,26 @@ class ConfigFile(BaseModel):
     ledger_key_env: str = "WARRANT_LEDGER_KEY"
     webhooks: list[WebhookEntry] = []
     watchdog: WatchdogEntry = WatchdogEntry()
+    # Evidence the gateway may read for milestone checks (docs/progress.md "What the gateway fetches").
+    artifact_roots: list[str] = []
+    artifact_hosts: list[str] = []
+    artifact_limits: ArtifactLimits = ArtifactLimits()
+    validators: dict[str, str] = {}
+
+    @field_validator("artifact_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            parse_host_entry(entry)
+        return value
+
+    @field_validator("validators")
+    @classmethod
+    def _validator_names(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = sorted(name for name, target in value.items() if not re.fullmatch(r"[\w.]+:[\w.]+", target))
+        if bad:
+            raise ValueError(f"validators {', '.join(bad)}: each names its function as 'package.module:function'")
+        return value
 
 
 class AdapterFile(BaseModel):
@@ -134,6 +173,17 @@ class WatchdogSettings:
 
 
 @dataclass(frozen=True)
+class ArtifactSettings:
+    """`artifact_roots`, `artifact_hosts` and `artifact_limits` in warrant.yaml: what evidence the
+    gateway may read (gateway/evidence.py `build_fetcher`). The default reads nothing."""
+
+    roots: tuple[Path, ...] = ()
+    hosts: tuple[str, ...] = ()
+    max_bytes: int = 10 * 2**20
+    timeout: float = 10.0
+
+
+@dataclass(frozen=True)
 class Settings:
     path: Path
     database: str
@@ -145,6 +195,9 @@ class Settings:
     ledger_key: bytes
     webhooks: tuple[Webhook, ...] = ()
     watchdog: WatchdogSettings = WatchdogSettings()
+    artifacts: ArtifactSettings = ArtifactSettings()
+    # Milestone validators by name (`validators:` in warrant.yaml), imported at start-up.
+    validators: Mapping[str, Validator] = field(default_factory=dict)
 
 
 def find_config(explicit: str | None) -> Path:
@@ -194,6 +247,8 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         for k in raw.api_keys
     )
     base = path.parent
+    artifacts = _artifact_settings(path, raw)
+    validators = _validators(path, raw.validators)
     database = raw.database
     if database.startswith("sqlite:///") and not database.startswith("sqlite:////"):
         database = "sqlite:///" + str((base / database[len("sqlite:///") :]).resolve())
@@ -208,7 +263,35 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         ledger_key=env[raw.ledger_key_env].encode(),
         webhooks=webhooks,
         watchdog=watchdog,
+        artifacts=artifacts,
+        validators=validators,
     )
+
+
+def _artifact_settings(path: Path, raw: ConfigFile) -> ArtifactSettings:
+    """Raises: ConfigError naming a root that is not an existing directory."""
+    roots = tuple((path.parent / root).resolve() for root in raw.artifact_roots)
+    bad = [str(root) for root in roots if not root.is_dir()]
+    if bad:
+        raise ConfigError(f"{path}: artifact_roots must be existing directories: {', '.join(bad)}")
+    limits = raw.artifact_limits
+    timeout = limits.timeout if isinstance(limits.timeout, float) else float(parse_duration(limits.timeout))
+    return ArtifactSettings(roots, tuple(raw.artifact_hosts), limits.max_bytes, timeout)
+
+
+def _validators(path: Path, targets: Mapping[str, str]) -> dict[str, Validator]:
+    """Raises: ConfigError naming a validator whose module or function is missing or not callable."""
+    out: dict[str, Validator] = {}
+    for name, target in targets.items():
+        module_name, _, attr = target.partition(":")
+        try:
+            function = getattr(importlib.import_module(module_name), attr)
+        except Exception as exc:  # a missing module or attribute, or a module that fails to import
+            raise ConfigError(f"{path}: validator {name}: cannot import {target}: {exc}") from exc
+        if not callable(function):
+            raise ConfigError(f"{path}: validator {name}: {target} is not callable")
+        out[name] = function
+    return out
 
 
 def load_adapter(path: Path, environ: Mapping[str, str] | None = None) -> Adapter:
