@@ -183,6 +183,8 @@ class Fetcher:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return _refused("not a regular file")
+            if not self._opened_under_roots(fd):
+                return _refused("the path moved outside the artifact roots while it was opened")
             chunks: list[bytes] = []
             size = 0
             while size <= self.max_bytes:
@@ -199,6 +201,15 @@ class Fetcher:
             return _refused(f"larger than max_bytes ({self.max_bytes})")
         body = b"".join(chunks)
         return ReadResult(ok=True, body=body, sha256=hashlib.sha256(body).hexdigest())
+
+    def _opened_under_roots(self, fd: int) -> bool:
+        # A directory of the path swapped for a symlink between the check and the open: where the
+        # descriptor really points (Linux /proc; elsewhere the check before the open stands).
+        try:
+            where = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return True
+        return self._under_roots(where)
 
     # -- http ---------------------------------------------------------------------------------
 
@@ -348,7 +359,12 @@ class _Run:
             return got
         body, detail = got
         if check.schema is not None:
-            problem = await asyncio.to_thread(_schema_problem, body, check.schema)
+            try:
+                async with asyncio.timeout(self.timeout):
+                    problem = await asyncio.to_thread(_schema_problem, body, check.schema)
+            except TimeoutError:
+                reason = f"artifact {check.artifact}: the schema check took longer than {self.timeout:g}s"
+                return CheckResult("artifact", "unverified", reason, detail)
             if problem is not None:
                 return CheckResult("artifact", "failed", f"artifact {check.artifact}: {problem}", detail)
         return CheckResult("artifact", "verified", None, detail)

@@ -107,6 +107,17 @@ async def test_a_symlink_out_of_a_root_is_unverified_and_its_target_never_opened
     assert opened == []  # neither the link, nor its target, nor anything else
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="the open descriptor is checked through /proc")
+async def test_a_directory_swapped_for_a_symlink_after_the_check_is_refused(
+    fetcher: Fetcher, tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tree.root / "sub").symlink_to(tree.outside, target_is_directory=True)
+    # As if the path had been resolved before `sub` became a link: the check passes, the open does not.
+    monkeypatch.setattr(os.path, "realpath", os.path.normpath)
+    read = await fetcher.read(str(tree.root / "sub" / "secret.json"))
+    assert not read.ok and read.body is None and "moved outside" in (read.reason or "")
+
+
 async def test_a_symlink_inside_a_root_is_followed(fetcher: Fetcher, tree: Tree) -> None:
     (tree.root / "latest.json").symlink_to(tree.root / "inventory.json")
     assert (await fetcher.read(str(tree.root / "latest.json"))).body == INVENTORY
