@@ -563,6 +563,14 @@ class Gate:
     async def status(self, token: str | None) -> dict[str, Any]:
         """`warrant_status`: the run as its worker may see it."""
         info = await self.authenticate(token)
+        # Reading the status is reading the contract: a revision is acknowledged here, and the cached
+        # token carries the revised run, so the next call is decided under the new terms.
+        acked = await self.store.acknowledge_spec(info.token_hash)
+        if acked is not None:
+            info = TokenInfo(
+                run=acked, epoch=info.epoch, worker=info.worker, granted_by=info.granted_by, token_hash=info.token_hash
+            )
+            self._remember(info)
         run = info.run
         pending = await self.store.list_approvals(run.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
         refusal = lease_refusal(run.snapshot(), info.epoch, self.clock.now())

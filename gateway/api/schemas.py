@@ -183,6 +183,7 @@ class CostByTag(_View):
     tool: Money
     runtime: Money
     recovery: Money
+    children: Money = Field(description="what the run's delegated sub-runs spent, charged as each ended")
 
 
 class CostView(_View):

@@ -1,9 +1,10 @@
 """Reported spend and the pilot report (issue 6): pure computation over what the store read, no I/O.
 
-A run's spend has four tags. `tool`: the settled cost of its tool calls (the actions'
+A run's spend has five tags. `tool`: the settled cost of its tool calls (the actions'
 `actual_spend`); `model` and `runtime`: what a worker or operator reported
 (`POST /api/runs/{id}/usage`, one `charges` row each); `recovery`: any of these incurred between
-a resume and the next checkpoint. The report adds them up from the same records the run's
+a resume and the next checkpoint; `children`: what its delegated sub-runs spent (or still held),
+charged when each ended (`child_ended`). The report adds them up from the same records the run's
 `spend.spent` counter was moved by, so its total equals that counter to the cent.
 """
 
@@ -18,10 +19,10 @@ from typing import Any
 from gateway.domain.admission import RunSnapshot
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import RunStatus
-from gateway.domain.units import format_money
+from gateway.domain.units import format_money, parse_money
 
 KINDS = ("model", "runtime")  # what a reporter may say a charge is
-TAGS = ("model", "tool", "runtime", "recovery")  # what the report sums by
+TAGS = ("model", "tool", "runtime", "recovery", "children")  # what the report sums by
 _TERMINAL = frozenset(f"run_{s.value}" for s in RunStatus if s.terminal)
 
 
@@ -206,6 +207,15 @@ def _in_windows(at: float, windows: Sequence[tuple[float, float]]) -> bool:
     return any(start <= at < stop for start, stop in windows)
 
 
+def children_spend(facts: Sequence[Fact], currency: str) -> int:
+    """What ended children charged to this run: their spent and still-reserved spend (`child_ended`)."""
+    return sum(
+        parse_money(f.data["spent"]["spend"], currency) + parse_money(f.data["reserved"]["spend"], currency)
+        for f in facts
+        if f.type == "child_ended"
+    )
+
+
 def build_report(inputs: ReportInputs, now: float) -> Report:
     """The pilot measures of one run (docs/decisions.md, "Usage and the pilot report").
 
@@ -224,6 +234,7 @@ def build_report(inputs: ReportInputs, now: float) -> Report:
         by_tag[charge.tag] += charge.amount
     for cost in inputs.tool_costs:
         by_tag["recovery" if _in_windows(cost.admitted_at, windows) else "tool"] += cost.amount
+    by_tag["children"] = children_spend(facts, run.currency)
     duplicates = sum(
         1
         for f in facts

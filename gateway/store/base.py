@@ -129,6 +129,56 @@ class Store(abc.ABC):
         Raises: NotFound; Refusal `run_completed` / `run_expired`.
         """
 
+    # -- revisions, successors and sub-runs (docs/progress.md) -----------------------------
+    @abc.abstractmethod
+    async def revise(
+        self,
+        principal: Principal,
+        run_id: str,
+        *,
+        contract: Contract,
+        reason: str | None,
+        widening: bool,
+        base_spec_version: str,
+    ) -> RunRecord:
+        """Put the run under `contract`, classified (gateway/domain/revision.py) against the run's
+        contract as this transaction reads it, which must still be `base_spec_version`. Limits,
+        deadline (moved by the change of expires_in), lease TTL and count_waiting follow it; unused
+        approvals are superseded; removed milestones and those whose checks changed are invalidated.
+        The worker must read it (acknowledge_spec) before its next call is admitted.
+
+        Raises: NotFound; Refusal `run_<terminal>`; Conflict `revision_conflict` (revised meanwhile),
+        `spec_version_unchanged`; Forbidden `widening_requires_admin` (a widening change and not
+        `widening`), naming the changes; InvalidRequest `invalid_contract` (another currency).
+        """
+
+    @abc.abstractmethod
+    async def acknowledge_spec(self, token_hash: str) -> RunRecord | None:
+        """The worker holding this token has read the run's contract: when its epoch is the run's,
+        acked_spec_version becomes spec_version (`spec_acknowledged`, only when it changed).
+        None for an unknown token; otherwise the run as it is now."""
+
+    @abc.abstractmethod
+    async def create_successor(
+        self, principal: Principal, run_id: str, *, reason: str | None, extend_by: int | None
+    ) -> RunRecord:
+        """A new run in the terminal run's lineage: its contract, with the limits it has left (limit −
+        spent − reserved) and its deadline (+ extend_by seconds); its newest checkpoint and milestone
+        states copied. Recorded in both runs' histories.
+
+        Raises: NotFound; Conflict `run_not_terminal`, `deadline_passed`.
+        """
+
+    @abc.abstractmethod
+    async def create_child(self, principal: Principal, parent_id: str, contract: Contract) -> RunRecord:
+        """A delegated sub-run: its contract narrowed to the live parent's (narrow_child) and its spend,
+        tool_calls and writes carved out of the parent's remaining (held as parent reservation until
+        the child ends, when its spent is charged to the parent and the carve released).
+
+        Raises: NotFound; Refusal `run_<terminal>`, `budget_exhausted` (names the dimension);
+        InvalidRequest `invalid_contract` (every problem).
+        """
+
     # -- leases ----------------------------------------------------------------------------
     @abc.abstractmethod
     async def acquire_lease(self, principal: Principal, run_id: str, worker: str, *, takeover: bool) -> LeaseGrant:

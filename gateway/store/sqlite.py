@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.canonical import canonical_json
 from gateway.clock import isoformat
 from gateway.domain import lifecycle
 from gateway.domain.contract import Contract
@@ -12,7 +11,6 @@ from gateway.domain.leases import mint_token
 from gateway.domain.leases import token_hash as hash_token
 from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.errors import Conflict, NotFound, Refusal
-from gateway.ids import new_id
 from gateway.store.base import Store
 from gateway.store.records import (
     ApprovalStatus,
@@ -27,10 +25,10 @@ from gateway.store.sqlite_audit import AuditOps
 from gateway.store.sqlite_base import Conn, cursor_after, default_process_id
 from gateway.store.sqlite_gate import GateOps
 from gateway.store.sqlite_keys import KeyOps
+from gateway.store.sqlite_lineage import LineageOps
 from gateway.store.sqlite_record import RecordOps
 from gateway.store.sqlite_rows import (
     encode_cursor,
-    put_blob,
     run_from_row,
 )
 from gateway.store.sqlite_stats import StatsOps
@@ -40,60 +38,14 @@ from gateway.store.sqlite_watch import WatchOps
 __all__ = ["SQLiteStore", "default_process_id"]
 
 
-class SQLiteStore(GateOps, ApprovalOps, RecordOps, AuditOps, KeyOps, StatsOps, UsageOps, WatchOps, Store):
+class SQLiteStore(GateOps, ApprovalOps, LineageOps, RecordOps, AuditOps, KeyOps, StatsOps, UsageOps, WatchOps, Store):
     """One SQLite file, WAL, every decision in one `BEGIN IMMEDIATE` transaction; split by concern
     into the parts it inherits (gate, approvals, record)."""
 
     # -- runs ------------------------------------------------------------------------------
     async def create_run(self, principal: Principal, contract: Contract) -> RunRecord:
-        terms = contract.terms()
-        body = contract.model_dump(mode="json")
-
         def tx(conn: Conn) -> RunRecord:
-            now = self._clock.now()
-            run_id, lineage_id = new_id("run"), new_id("lin")
-            limits = terms.limits
-            conn.execute(
-                "INSERT INTO runs (run_id, tenant, lineage_id, status, spec_version, contract, currency, owner, "
-                "created_by, created_at, updated_at, deadline, lease_ttl, spend_limit, tool_calls_limit, "
-                "writes_limit, active_seconds_limit, active_since, count_waiting, acked_spec_version) "
-                "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    principal.tenant,
-                    lineage_id,
-                    terms.spec_version,
-                    canonical_json(body).decode(),
-                    terms.currency,
-                    contract.owner,
-                    principal.name,
-                    now,
-                    now,
-                    now + terms.expires_in,
-                    terms.lease_ttl,
-                    limits["spend"],
-                    limits["tool_calls"],
-                    limits["writes"],
-                    limits["active_seconds"],
-                    now,
-                    int(terms.count_waiting),
-                    terms.spec_version,
-                ),
-            )
-            contract_sha = put_blob(conn, body, now)
-            self._event(
-                conn,
-                run_id,
-                "run_created",
-                now,
-                by=principal.name,
-                tenant=principal.tenant,
-                lineage_id=lineage_id,
-                contract_sha256=contract_sha,
-                spec_version=terms.spec_version,
-                deadline=isoformat(now + terms.expires_in),
-            )
-            return run_from_row(self._run_row(conn, run_id))
+            return self._insert_run(conn, principal, contract, self._clock.now())
 
         return await self._db.transaction(tx, durable=True)
 

@@ -123,7 +123,45 @@ class SQLiteBase:
         self._event(
             conn, run.run_id, f"run_{target.value}", now, previous=run.status.value, by=by, reason=reason, **data
         )
+        if target.terminal and run.parent_run_id is not None and run.carved is not None:
+            self._return_carve(conn, run, target, now)
         return target
+
+    def _return_carve(self, conn: Conn, child: RunRecord, status: RunStatus, now: float) -> None:
+        """A child ended: its carve leaves the parent's reservation, and what it spent or still holds
+        (actions in flight or unknown, charged in full: their outcome may never be known) becomes
+        the parent's spent. The child's spend is counted once, here (docs/progress.md)."""
+        assert child.carved is not None and child.parent_run_id is not None
+        row = conn.execute(
+            "SELECT spend_spent, tool_calls_spent, writes_spent, spend_reserved, tool_calls_reserved, writes_reserved "
+            "FROM runs WHERE run_id = ?",
+            (child.run_id,),
+        ).fetchone()
+        spent = {dim: row[f"{dim}_spent"] for dim in child.carved}
+        held = {dim: row[f"{dim}_reserved"] for dim in child.carved}
+        conn.execute(
+            "UPDATE runs SET spend_reserved = spend_reserved - ?, tool_calls_reserved = tool_calls_reserved - ?, "
+            "writes_reserved = writes_reserved - ?, spend_spent = spend_spent + ?, tool_calls_spent = "
+            "tool_calls_spent + ?, writes_spent = writes_spent + ?, updated_at = ? WHERE run_id = ?",
+            (
+                *(child.carved[dim] for dim in ("spend", "tool_calls", "writes")),
+                *(spent[dim] + held[dim] for dim in ("spend", "tool_calls", "writes")),
+                now,
+                child.parent_run_id,
+            ),
+        )
+        returned = {dim: child.carved[dim] - spent[dim] - held[dim] for dim in child.carved}
+        self._event(
+            conn,
+            child.parent_run_id,
+            "child_ended",
+            now,
+            child_run_id=child.run_id,
+            status=status.value,
+            spent=wire_reservation(spent, child.currency),
+            reserved=wire_reservation(held, child.currency),
+            returned=wire_reservation(returned, child.currency),
+        )
 
     def _expire_if_due(self, conn: Conn, run: RunRecord, now: float) -> RunRecord:
         if run.status.terminal or now < run.deadline:

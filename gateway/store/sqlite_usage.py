@@ -18,10 +18,11 @@ from gateway.store.sqlite_base import Conn, SQLiteBase
 from gateway.store.sqlite_rows import run_from_row
 
 _CHARGE_COLUMNS = "charge_id, run_id, kind, tag, amount, note, ref, principal, created_at"
-# The ledger entries a report reads: status changes, approvals, and actions settled after `unknown`.
+# The ledger entries a report reads: status changes, approvals, ended children and actions settled
+# after `unknown`.
 _FACTS = (
     "SELECT type, at, body FROM events WHERE run_id = ? AND (type LIKE 'run\\_%' ESCAPE '\\' "
-    "OR type IN ('approval_requested', 'approval_approved', 'approval_denied') "
+    "OR type IN ('approval_requested', 'approval_approved', 'approval_denied', 'child_ended') "
     "OR (type = 'action_settled' AND json_extract(body, '$.data.previous') = 'unknown')) ORDER BY seq"
 )
 

@@ -166,7 +166,7 @@ async def test_the_report_shows_the_pilot_measures_and_adds_up_to_the_runs_spend
     spent = (await run_view(api, rid))["budgets"]["spend"]["spent"]
     assert got["cost"] == {
         "total": spent,
-        "by_tag": {"model": "0.07", "tool": "0.50", "runtime": "0.03", "recovery": "0.11"},
+        "by_tag": {"model": "0.07", "tool": "0.50", "runtime": "0.03", "recovery": "0.11", "children": "0.00"},
     }
     assert spent == "0.71"
     assert got["usable"] is False and got["status"] == "running"

@@ -258,7 +258,14 @@ async def test_reported_usage_and_a_tool_call_add_up_in_the_report(served: Serve
     assert shown[0] == f"{run_id}  running"
     header = next(i for i, line in enumerate(shown) if line.split() == ["TAG", "AMOUNT"])
     rows = dict(line.split() for line in shown[header + 1 :])
-    assert rows == {"model": "0.42", "tool": "0.01", "runtime": "0.05", "recovery": "0.00", "total": "0.48"}
+    assert rows == {
+        "model": "0.42",
+        "tool": "0.01",
+        "runtime": "0.05",
+        "recovery": "0.00",
+        "children": "0.00",
+        "total": "0.48",
+    }
     report = json.loads(await served.ok("aud", "runs", "report", run_id, "--json"))
     run = json.loads(await served.ok("aud", "runs", "show", run_id, "--json"))
     assert report["cost"]["total"] == run["budgets"]["spend"]["spent"] == "0.48"

@@ -134,7 +134,7 @@ async def test_the_report_adds_up_to_the_ledger_to_the_cent(world: World) -> Non
     report = build_report(await world.store.report_inputs(TENANT, run.run_id), world.clock.now())
     spent = (await world.run(run.run_id)).spent["spend"]
     assert report.total == spent == 7 + 15 + 5 + 0 + 42 + 13 + 5 + 30 + 5
-    assert report.by_tag == {"tool": 7 + 15 + 5 + 5, "model": 42, "runtime": 13, "recovery": 30 + 5}
+    assert report.by_tag == {"tool": 7 + 15 + 5 + 5, "model": 42, "runtime": 13, "recovery": 30 + 5, "children": 0}
     assert report.duplicates_found == 1
     assert (report.recovery.resumes, report.recovery.spend, report.recovery.seconds) == (1, 35, 40)
     shown = report.as_dict()

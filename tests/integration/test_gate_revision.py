@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.harness import SQLiteBackend, World, code_of
+from gateway.domain.contract import parse_contract
+from gateway.domain.leases import token_hash
+from gateway.domain.revision import merge_patch
+from tests.harness import OPS, World, code_of, contract
 
 pytestmark = pytest.mark.anyio
 
@@ -12,9 +15,11 @@ pytestmark = pytest.mark.anyio
 async def test_a_call_after_the_contract_version_changed_is_decided_again_and_admitted(world: World) -> None:
     run = await world.new_run()
     assert code_of(await world.call(run.token, "t__read", {"q": "a"})) is None  # the gate now caches the run
-    assert isinstance(world.backend, SQLiteBackend)
-    # What a revision does to the run row (revisions themselves come with issue 7).
-    world.backend._execute(("UPDATE runs SET spec_version = 'v2' WHERE run_id = ?", (run.run_id,)))
+    # Revised and read through the store, not this gate (another replica's warrant_status): the
+    # gate's cached run still says v1.
+    revised = parse_contract(merge_patch(contract(), {"spec_version": "v2", "budgets": {"writes": 50}}))
+    await world.store.revise(OPS, run.run_id, contract=revised, reason="r", widening=False, base_spec_version="v1")
+    await world.store.acknowledge_spec(token_hash(run.token))
 
     result = await world.call(run.token, "t__read", {"q": "b"})
 
@@ -22,3 +27,14 @@ async def test_a_call_after_the_contract_version_changed_is_decided_again_and_ad
     last = (await world.actions(run.run_id))[-1]
     assert last.status.value == "succeeded"
     assert len(await world.actions(run.run_id)) == 2
+
+
+async def test_a_call_after_an_unread_revision_is_refused_spec_version_mismatch(world: World) -> None:
+    run = await world.new_run()
+    assert code_of(await world.call(run.token, "t__read", {"q": "a"})) is None
+    revised = parse_contract(merge_patch(contract(), {"spec_version": "v2"}))
+    await world.store.revise(OPS, run.run_id, contract=revised, reason="r", widening=False, base_spec_version="v1")
+
+    assert code_of(await world.call(run.token, "t__read", {"q": "b"})) == "spec_version_mismatch"
+    await world.gate.status(run.token)
+    assert code_of(await world.call(run.token, "t__read", {"q": "c"})) is None

@@ -64,7 +64,7 @@ def test_an_empty_run_reports_zeros_and_no_review_times() -> None:
     got = build_report(inputs(), T0 + 10).as_dict()
     assert got["cost"] == {
         "total": "0.00",
-        "by_tag": {"model": "0.00", "tool": "0.00", "runtime": "0.00", "recovery": "0.00"},
+        "by_tag": {"model": "0.00", "tool": "0.00", "runtime": "0.00", "recovery": "0.00", "children": "0.00"},
     }
     assert got["review_time"] == {"approvals": 0, "total_seconds": 0.0, "median_seconds": None, "max_seconds": None}
     assert got["recovery"] == {"resumes": 0, "recovery_spend": "0.00", "recovery_seconds": 0.0}
@@ -79,7 +79,7 @@ def test_the_total_is_the_sum_of_every_tag_to_the_cent() -> None:
         ),
         T0 + 2,
     )
-    assert report.by_tag == {"model": 42, "tool": 20, "runtime": 13, "recovery": 7}
+    assert report.by_tag == {"model": 42, "tool": 20, "runtime": 13, "recovery": 7, "children": 0}
     assert report.total == 82
     assert report.as_dict()["cost"]["total"] == "0.82"
 
@@ -155,10 +155,21 @@ def test_runs_report_shows_the_measures_and_the_cost_by_tag_to_a_person() -> Non
     assert lines[0] == "run_1  running"
     assert "  review time  1 decided approval: total 1m30s, median 1m30s, max 1m30s" in lines
     assert "  recovery     1 resume, 0.00 spent, 30s" in lines
-    assert lines[-5:] == [
+    assert lines[-6:] == [
         "  model     0.07",
         "  tool      0.50",
         "  runtime   0.00",
         "  recovery  0.00",
+        "  children  0.00",
         "  total     0.57",
     ]
+
+
+def test_what_ended_children_spent_or_still_held_is_the_children_tag() -> None:
+    facts = [
+        Fact("child_ended", T0, {"spent": {"spend": "0.05"}, "reserved": {"spend": "0.10"}}),
+        Fact("child_ended", T0 + 5, {"spent": {"spend": "1.00"}, "reserved": {"spend": "0.00"}}),
+    ]
+    report = build_report(inputs(facts=facts, tool_costs=[ToolCost(T0, 3)]), T0 + 10)
+    assert report.by_tag["children"] == 115 and report.by_tag["tool"] == 3
+    assert report.as_dict()["cost"]["total"] == "1.18"
