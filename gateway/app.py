@@ -21,6 +21,7 @@ from starlette.routing import Route
 from gateway import tracing
 from gateway.adapters.base import Adapter
 from gateway.api.keys import routes as key_routes
+from gateway.api.lineage import routes as lineage_routes
 from gateway.api.routes import error_response
 from gateway.api.routes import routes as api_routes
 from gateway.api.tools import routes as tool_routes
@@ -28,11 +29,13 @@ from gateway.catalog import Catalog
 from gateway.clock import Clock, SystemClock
 from gateway.config import Settings, load_adapter
 from gateway.errors import ConfigError, NotFound
+from gateway.evidence import build_fetcher
 from gateway.gate import Gate
 from gateway.mcp_front import LeaseTokenGuard, build_mcp_server, fast_path, mcp_app, running
 from gateway.observe import healthz, metrics
 from gateway.pins import Pins
 from gateway.policy.loader import load_policies
+from gateway.progress import Progress
 from gateway.service import Gateway
 from gateway.store.factory import open_store
 from gateway.watchdog import Watchdog, watching
@@ -112,10 +115,21 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                     store, clock, settings.watchdog, settings.webhooks, catalog=catalog, metrics=gate.metrics
                 )
                 deliverer = Deliverer(store, clock, settings.webhooks, timeout=settings.watchdog.delivery_timeout)
+                fetcher = build_fetcher(settings)
+                progress = Progress(gate, fetcher, clock, settings.validators)
+                gate.progress = progress
                 app.state.gateway = Gateway(
-                    store, catalog, gate, clock, adapters, settings.api_keys, pins=pins, watchdog=watchdog
+                    store,
+                    catalog,
+                    gate,
+                    clock,
+                    adapters,
+                    settings.api_keys,
+                    pins=pins,
+                    watchdog=watchdog,
+                    progress=progress,
                 )
-                async with watching(watchdog, deliverer):
+                async with watching(watchdog, deliverer), contextlib.aclosing(fetcher):
                     yield
             finally:
                 for adapter in reversed(started):
@@ -129,6 +143,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         *api_routes,
         *tool_routes,
         *key_routes,
+        *lineage_routes,
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: method_not_allowed})
     return app

@@ -58,6 +58,10 @@ CALL_CODES: frozenset[str] = frozenset(
         "tool_definition_changed",
         "rate_limited",
         "payload_too_large",
+        # Verified progress (docs/progress.md): a stale checkpoint version; a completion the
+        # gateway refuses, naming the milestones, unknown actions and live children in the way.
+        "checkpoint_conflict",
+        "completion_refused",
     }
 )
 

@@ -18,7 +18,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway import tracing
 from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
@@ -52,6 +52,9 @@ from gateway.store.records import (
     Settlement,
     TokenInfo,
 )
+
+if TYPE_CHECKING:
+    from gateway.progress import Progress
 
 log = logging.getLogger("warrant.gate")
 
@@ -90,6 +93,7 @@ class Gate:
         self._in_flight: dict[str, set[asyncio.Task[Any]]] = defaultdict(set)
         self._aborting: set[asyncio.Task[Any]] = set()  # dispatches a hard cancel is aborting
         self.metrics = Metrics(known_tool=lambda name: catalog.get(name) is not None)
+        self.progress: Progress | None = None  # the progress tools, set by the app (gateway/progress.py)
 
     # -- step 1 ------------------------------------------------------------------------------
     async def authenticate(self, token: str | None) -> TokenInfo:

@@ -81,6 +81,85 @@ WARRANT_TOOLS: dict[str, types.Tool] = {
             "additionalProperties": False,
         },
     ),
+    "warrant_checkpoint": types.Tool(
+        name="warrant_checkpoint",
+        description=(
+            "Save where the work stands, so that a replacement worker can go on: the artifacts made (with "
+            "their sha256), the sources used (with their etag or sha256) and the next operation with its "
+            "preconditions. Pass expected_version = the version you last saved or read (0 before the first); "
+            "a stale version is refused checkpoint_conflict."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "expected_version": {"type": "integer", "minimum": 0},
+                "artifacts": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "string"},
+                            "uri": {"type": "string"},
+                            "version": {"type": "string"},
+                            "sha256": {"type": "string"},
+                        },
+                        "required": ["id", "uri", "sha256"],
+                    },
+                },
+                "sources": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "uri": {"type": "string"},
+                            "etag": {"type": "string"},
+                            "sha256": {"type": "string"},
+                        },
+                        "required": ["uri"],
+                    },
+                },
+                "next_operation": {
+                    "type": "object",
+                    "description": "What to do next: {description, tool?, preconditions?}.",
+                },
+            },
+            "required": ["expected_version"],
+            "additionalProperties": False,
+        },
+    ),
+    "warrant_milestone": types.Tool(
+        name="warrant_milestone",
+        description=(
+            "Submit evidence for one of the contract's milestones. The gateway runs the milestone's checks "
+            "itself (artifacts and their checksums, schemas, HTTP checks, validators, a named reviewer) and "
+            "records it verified, failed or unverified with the reasons."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "milestone_id": {"type": "string"},
+                "evidence": {
+                    "type": "object",
+                    "description": "{artifacts?: [{id, uri, sha256, version?}], sources?: [{uri, etag|sha256}], note?}",
+                },
+            },
+            "required": ["milestone_id"],
+            "additionalProperties": False,
+        },
+    ),
+    "warrant_complete": types.Tool(
+        name="warrant_complete",
+        description=(
+            "Ask to complete the run. The gateway decides: every required milestone verified and every "
+            "uncertain action reconciled or acknowledged; otherwise it says what is missing."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {"summary": {"type": "string", "minLength": 1}},
+            "required": ["summary"],
+            "additionalProperties": False,
+        },
+    ),
 }
 
 
@@ -196,6 +275,8 @@ async def _call(gate: Gate, token: str | None, params: types.CallToolRequestPara
     name = params.name
     if name == "warrant_status":
         status = await gate.status(token)
+        if gate.progress is not None:
+            status["recovery"] = await gate.progress.recovery_of(token)
         return CallResult([{"type": "text", "text": json.dumps(status, ensure_ascii=False)}], status)
     if name == "warrant_propose":
         if not isinstance(arguments.get("tool"), str) or not isinstance(arguments.get("arguments"), dict):
@@ -213,6 +294,14 @@ async def _call(gate: Gate, token: str | None, params: types.CallToolRequestPara
         if not isinstance(action_id, str) or not isinstance(reason, str):
             return CallResult.refused(Refusal("invalid_arguments", "warrant_repeat needs {action_id, reason}"))
         return await gate.repeat(token, action_id, reason)
+    if name in ("warrant_checkpoint", "warrant_milestone", "warrant_complete"):
+        if gate.progress is None:
+            return CallResult.refused(Refusal("tool_not_found", f"{name} is not served here", tool=name))
+        if name == "warrant_checkpoint":
+            return await gate.progress.checkpoint(token, arguments)
+        if name == "warrant_milestone":
+            return await gate.progress.milestone(token, arguments)
+        return await gate.progress.complete(token, arguments)
     if name.startswith("warrant_"):
         return CallResult.refused(Refusal("tool_not_found", f"no gateway tool named {name!r}", tool=name))
     return await gate.call(token, name, arguments, meta)

@@ -10,6 +10,7 @@ import hmac
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gateway.adapters.base import Adapter
 from gateway.catalog import Catalog
@@ -20,6 +21,7 @@ from gateway.domain.units import parse_money
 from gateway.errors import Conflict, InvalidRequest
 from gateway.gate import Gate
 from gateway.pins import Pins
+from gateway.progress import Progress, recheck_view
 from gateway.reconcile import reconcile_run
 from gateway.store.base import Store
 from gateway.store.records import ActionRecord, Principal, RunRecord, SettleKind, Settlement
@@ -38,6 +40,7 @@ class Gateway:
     api_keys: Sequence[ApiKey]
     pins: Pins | None = None  # downstream tool pins (gateway/pins.py)
     watchdog: Watchdog | None = None  # time enforcement and alerts (gateway/watchdog.py)
+    progress: Progress | None = None  # checkpoints, milestones, re-checks (gateway/progress.py)
 
     def principal_for_key(self, key_sha256: str) -> Principal | None:
         for key in self.api_keys:
@@ -49,10 +52,25 @@ class Gateway:
         return await self.store.pause(principal, run_id, reason)
 
     async def resume(self, principal: Principal, run_id: str, reason: str | None) -> RunRecord:
-        """Resume reconciles first: `unknown` actions are looked up before the run moves on."""
-        await self.store.get_run(principal.tenant, run_id)  # NotFound before any lookup
-        await reconcile_run(self.store, self.catalog, principal.tenant, run_id, self.clock.now())
-        return await self.store.resume(principal, run_id, reason)
+        return (await self.resume_reconciled(principal, run_id, reason))[0]
+
+    async def resume_reconciled(
+        self, principal: Principal, run_id: str, reason: str | None
+    ) -> tuple[RunRecord, dict[str, Any]]:
+        """Resume reconciles reality first: `unknown` actions are looked up, artifacts and sources
+        read again (a changed one invalidates the milestones that used it), then the run goes on.
+        Returns the run and what the reconciliation found."""
+        found = await self.reconcile_reality(principal, run_id)
+        return await self.store.resume(principal, run_id, reason), found
+
+    async def reconcile_reality(self, principal: Principal, run_id: str) -> dict[str, Any]:
+        """Look up `unknown` actions and re-check artifacts and sources, in any status."""
+        run = await self.store.get_run(principal.tenant, run_id)  # NotFound before any lookup
+        settled = await reconcile_run(self.store, self.catalog, principal.tenant, run_id, self.clock.now())
+        found: dict[str, Any] = {"actions": [{"action_id": a.action_id, "status": a.status.value} for a in settled]}
+        if self.progress is not None:
+            found.update(recheck_view(await self.progress.recheck(run, by=principal.name)))
+        return found
 
     async def cancel(self, principal: Principal, run_id: str, reason: str | None, *, hard: bool) -> RunRecord:
         run = await self.store.cancel(principal, run_id, reason, hard=hard)
@@ -66,8 +84,7 @@ class Gateway:
         return run
 
     async def reconcile(self, principal: Principal, run_id: str) -> int:
-        await self.store.get_run(principal.tenant, run_id)
-        return len(await reconcile_run(self.store, self.catalog, principal.tenant, run_id, self.clock.now()))
+        return len((await self.reconcile_reality(principal, run_id))["actions"])
 
     async def resolve(
         self,

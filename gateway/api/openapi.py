@@ -99,7 +99,8 @@ def _enum(values: type[Any]) -> dict[str, Any]:
 def _operations() -> tuple[Op, ...]:
     # Imported here, not at the top: routes.py serves this module's route, and these are its models.
     from gateway.api.keys import CreateKeyBody, RevokeKeyBody, RotateKeyBody
-    from gateway.api.routes import ControlBody, DecisionBody, LeaseBody, ResolveBody, UsageBody
+    from gateway.api.lineage import ReviseBody, SuccessorBody
+    from gateway.api.routes import AcknowledgeBody, ControlBody, DecisionBody, LeaseBody, ResolveBody, UsageBody
     from gateway.api.tools import AcceptBody
 
     run = "/api/runs/{run_id}"
@@ -159,7 +160,17 @@ def _operations() -> tuple[Op, ...]:
                 ControlBody,
                 errors=(409,),
             )
-            for verb in ("pause", "resume", "cancel")
+            for verb in ("pause", "cancel")
+        ),
+        Op(
+            "POST",
+            f"{run}/resume",
+            "Resume the run: unknown actions looked up, artifacts and sources re-checked, then running",
+            "runs.control",
+            200,
+            schemas.ResumedRun,
+            ControlBody,
+            errors=(409,),
         ),
         Op(
             "GET",
@@ -228,16 +239,46 @@ def _operations() -> tuple[Op, ...]:
             "ledger.verify",
             media="application/x-ndjson",
         ),
-        Op("POST", f"{run}/revise", "Revise the contract", None, later=True),
+        Op(
+            "POST",
+            f"{run}/revise",
+            "Revise the contract by a merge patch; widening needs an admin (`runs.widen`)",
+            "runs.control",
+            200,
+            schemas.RevisedRun,
+            ReviseBody,
+            True,
+            errors=(409,),
+        ),
         Op(
             "POST",
             f"{run}/reconcile",
-            "Ask the adapters about unknown actions now",
+            "Ask the adapters about unknown actions now and re-check artifacts and sources",
             "actions.resolve",
             response=schemas.Reconciled,
             errors=(409,),
         ),
-        Op("POST", f"{run}/successor", "Create the run's successor", None, later=True),
+        Op(
+            "POST",
+            f"{run}/successor",
+            "A new run in a terminal run's lineage, with its remaining budget; extend_by needs an admin",
+            "runs.control",
+            201,
+            schemas.RunView,
+            SuccessorBody,
+            errors=(409,),
+        ),
+        Op(
+            "POST",
+            f"{run}/children",
+            "A delegated sub-run, its budget carved out of the live parent's",
+            "runs.create",
+            201,
+            schemas.RunView,
+            Contract,
+            True,
+            errors=(409,),
+        ),
         Op(
             "POST",
             f"{run}/usage",
@@ -249,7 +290,7 @@ def _operations() -> tuple[Op, ...]:
             True,
             errors=(409,),
         ),
-        Op("GET", f"{run}/recovery", "The recovery package", None, later=True),
+        Op("GET", f"{run}/recovery", "The recovery package", "runs.read", response=schemas.RecoveryPackage),
         Op("GET", f"{run}/report", "The pilot measures and the cost by tag", "runs.read", response=schemas.RunReport),
         Op(
             "POST",
@@ -259,6 +300,17 @@ def _operations() -> tuple[Op, ...]:
             200,
             schemas.ActionView,
             ResolveBody,
+            True,
+            errors=(409,),
+        ),
+        Op(
+            "POST",
+            "/api/actions/{action_id}/acknowledge",
+            "Accept an unknown action as uncertain, so that its run may complete naming it",
+            "actions.resolve",
+            200,
+            schemas.Acknowledged,
+            AcknowledgeBody,
             True,
             errors=(409,),
         ),

@@ -154,6 +154,11 @@ class ResolveBody(BaseModel):
     actual_spend: str | None = Field(None, max_length=32)
 
 
+class AcknowledgeBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    note: str = Field(min_length=1, max_length=4000)
+
+
 class DecisionBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     note: str | None = Field(None, max_length=4000)
@@ -214,6 +219,9 @@ async def list_runs(request: Request, principal: Principal, gateway: Gateway) ->
 async def get_run(request: Request, principal: Principal, gateway: Gateway) -> Response:
     run = await gateway.store.get_run(principal.tenant, request.path_params["run_id"])
     view = run_view(run, gateway.clock.now())
+    states = {m.milestone_id: m.status for m in await gateway.store.list_milestones(run.run_id)}
+    for milestone in view["milestones"]:
+        milestone["status"] = states.get(milestone["id"], milestone["status"])
     pending = await gateway.store.list_approvals(principal.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
     view["approvals"] = [approval_view(a) for a in pending.items]
     return JSONResponse(view)
@@ -270,8 +278,8 @@ async def pause_run(request: Request, principal: Principal, gateway: Gateway) ->
 @endpoint("runs.control")
 async def resume_run(request: Request, principal: Principal, gateway: Gateway) -> Response:
     body = await read_model(request, ControlBody)
-    run = await gateway.resume(principal, request.path_params["run_id"], body.reason)
-    return JSONResponse(run_view(run, gateway.clock.now()))
+    run, found = await gateway.resume_reconciled(principal, request.path_params["run_id"], body.reason)
+    return JSONResponse({**run_view(run, gateway.clock.now()), "reconciliation": found})
 
 
 @endpoint("runs.control")
@@ -322,9 +330,27 @@ async def audit_actions(request: Request, principal: Principal, gateway: Gateway
 
 @endpoint("actions.resolve")
 async def reconcile_run(request: Request, principal: Principal, gateway: Gateway) -> Response:
-    settled = await gateway.reconcile(principal, request.path_params["run_id"])
+    found = await gateway.reconcile_reality(principal, request.path_params["run_id"])
     run = await gateway.store.get_run(principal.tenant, request.path_params["run_id"])
-    return JSONResponse({"run_id": run.run_id, "settled": settled, "run": run_view(run, gateway.clock.now())})
+    view = run_view(run, gateway.clock.now())
+    return JSONResponse({"run_id": run.run_id, "settled": len(found["actions"]), "run": view, "reconciliation": found})
+
+
+@endpoint("runs.read")
+async def run_recovery(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    """The recovery package (docs/progress.md): what the next worker needs to go on."""
+    run_id = request.path_params["run_id"]
+    assert gateway.progress is not None, "the app builds the gateway with its progress part"
+    return JSONResponse(await gateway.progress.recovery(principal.tenant, run_id))
+
+
+@endpoint("actions.resolve")
+async def acknowledge_action(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    """Accept an `unknown` action as uncertain, so the run may complete naming it."""
+    body = await read_model(request, AcknowledgeBody)
+    action, ack = await gateway.store.acknowledge_action(principal, request.path_params["action_id"], body.note)
+    run = await gateway.store.get_run(principal.tenant, action.run_id)
+    return JSONResponse({**action_view(action, run.currency), "acknowledged": ack})
 
 
 @endpoint("actions.resolve")
@@ -474,13 +500,12 @@ routes = [
     Route("/api/approvals/{approval_id}/deny", deny, methods=["POST"]),
     Route("/api/ledger/verify", verify_ledger, methods=["GET"]),
     Route("/api/runs/{run_id}/export", endpoint("ledger.verify")(export_run), methods=["GET"]),
-    Route("/api/runs/{run_id}/revise", not_yet("revise", "progress and recovery"), methods=["POST"]),
     Route("/api/runs/{run_id}/reconcile", reconcile_run, methods=["POST"]),
-    Route("/api/runs/{run_id}/successor", not_yet("successor", "progress and recovery"), methods=["POST"]),
     Route("/api/runs/{run_id}/usage", report_usage, methods=["POST"]),
-    Route("/api/runs/{run_id}/recovery", not_yet("recovery", "progress and recovery"), methods=["GET"]),
+    Route("/api/runs/{run_id}/recovery", run_recovery, methods=["GET"]),
     Route("/api/runs/{run_id}/report", run_report, methods=["GET"]),
     Route("/api/actions/{action_id}/resolve", resolve_action, methods=["POST"]),
+    Route("/api/actions/{action_id}/acknowledge", acknowledge_action, methods=["POST"]),
     Route("/api/actions", audit_actions, methods=["GET"]),
     Route("/api/openapi.json", openapi_json, methods=["GET"]),
 ]

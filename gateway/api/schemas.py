@@ -99,6 +99,17 @@ class RunView(_View):
     contract: Contract
 
 
+class ChangeView(_View):
+    field: str = Field(description='what changed: "budgets.spend", "authority.allow", "milestones.<id>", ...')
+    effect: Literal["narrows", "widens", "neutral"]
+    was: Any
+    now: Any
+
+
+class RevisedRun(RunView):
+    changes: list[ChangeView] = Field(description="every change the revision made (gateway/domain/revision.py)")
+
+
 class ApprovalView(_View):
     approval_id: str
     run_id: str
@@ -141,10 +152,52 @@ class LeaseRenewed(_View):
     expires_at: Timestamp
 
 
+class Reconciliation(_View):
+    """What reconciling reality found (docs/progress.md "Resume reconciles reality first")."""
+
+    actions: list[dict[str, Any]] = Field(description="unknown actions the lookups settled: {action_id, status}")
+    invalidated: list[dict[str, Any]] = Field(
+        default=[], description="milestones a changed or unreadable artifact or source invalidated"
+    )
+    checkpoint_version: int | None = None
+    checkpoint_good: bool = True
+    checkpoint_reason: str | None = None
+    checked: dict[str, Any] = Field(default={}, description="uri -> {status: same|changed|unreadable, reason, at}")
+
+
 class Reconciled(_View):
     run_id: str
     settled: int = Field(description="how many unknown actions the adapters' lookups settled")
     run: RunView
+    reconciliation: Reconciliation
+
+
+class ResumedRun(RunView):
+    reconciliation: Reconciliation
+
+
+class RecoveryPackage(_View):
+    """What the next worker needs: verified, uncertain, allowed (docs/progress.md)."""
+
+    run_id: str
+    lineage_id: str
+    predecessor_run_id: str | None
+    parent_run_id: str | None
+    spec_version: str
+    status: RunStatus
+    checkpoint: dict[str, Any] | None = Field(description="the newest checkpoint: version, artifacts, sources, ...")
+    last_good_version: int | None = Field(description="the newest checkpoint no re-check has found changed")
+    artifacts: list[dict[str, Any]]
+    sources: list[dict[str, Any]]
+    milestones: dict[str, Any] = Field(description="{verified: [ids], items: [each milestone's state and reasons]}")
+    effects: dict[str, Any] = Field(description="{confirmed: succeeded writes with receipts, uncertain: unknown}")
+    budget_remaining: dict[str, Any]
+    authority: dict[str, Any] | None
+    deadline: Timestamp
+    pending_approvals: list[dict[str, Any]]
+    children: list[dict[str, Any]]
+    next_operation: Any
+    completion: dict[str, Any] | None
 
 
 # -- reported spend and the pilot report (gateway/domain/report.py) -------------------------
@@ -249,6 +302,10 @@ class ActionView(_View):
     process_id: str | None
     created_at: Timestamp
     settled_at: Timestamp | None
+
+
+class Acknowledged(ActionView):
+    acknowledged: dict[str, Any] = Field(description="{by, at, note}")
 
 
 class EventView(_View):

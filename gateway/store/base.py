@@ -25,6 +25,13 @@ from gateway.domain.report import ChargeRecorded, ReportInputs
 from gateway.domain.watch import Alert, RunWatch, UnknownAction
 from gateway.errors import Refusal
 from gateway.store.chain import EntryRow, VerifyReport
+from gateway.store.progress_records import (
+    CheckpointRecord,
+    MilestoneRecord,
+    MilestoneSubmission,
+    Recheck,
+    RecoveryInputs,
+)
 from gateway.store.records import (
     ActionRecord,
     ApprovalRecord,
@@ -407,6 +414,51 @@ class Store(abc.ABC):
     async def report_inputs(self, tenant: str, run_id: str) -> ReportInputs:
         """The run, its charges, its tool calls' settled costs and the ledger facts a report reads,
         in one read. Raises: NotFound."""
+
+    # -- verified progress (docs/progress.md) ------------------------------------------------
+    # The worker's writes (checkpoint, milestone, completion) are fenced like a call: epoch current,
+    # lease unexpired, revised contract read; a refusal is recorded as a `rejected` action and
+    # returned as `Refused`.
+    @abc.abstractmethod
+    async def save_checkpoint(
+        self, run_id: str, *, epoch: int, worker: str, expected_version: int, body: dict[str, Any]
+    ) -> CheckpointRecord | Refused:
+        """Compare-and-set on the run's checkpoint_version (`checkpoint_conflict`); a paused run
+        still takes one. Sets last_checkpoint_at."""
+
+    @abc.abstractmethod
+    async def latest_checkpoint(self, run_id: str) -> CheckpointRecord | None: ...
+
+    @abc.abstractmethod
+    async def list_milestones(self, run_id: str) -> list[MilestoneRecord]:
+        """The submitted milestones' states (a contract milestone never submitted has no row)."""
+
+    @abc.abstractmethod
+    async def record_milestone(
+        self, run_id: str, *, epoch: int, worker: str, granted_by: str, submission: MilestoneSubmission
+    ) -> MilestoneRecord | Refused:
+        """Record a checked submission; a review creates its approval (decided by the named reviewer
+        only, without making the run wait). Verified: the run's progress_at moves."""
+
+    @abc.abstractmethod
+    async def complete_run(self, run_id: str, *, epoch: int, worker: str, summary: str) -> RunRecord | Refused:
+        """From running, when every required milestone is verified, every unknown action reconciled
+        or acknowledged and no child live; else `completion_refused` naming what is missing."""
+
+    @abc.abstractmethod
+    async def acknowledge_action(
+        self, principal: Principal, action_id: str, note: str
+    ) -> tuple[ActionRecord, dict[str, Any]]:
+        """Accept an `unknown` action as uncertain: (the action, the acknowledgement {by, at, note}).
+        Raises: NotFound; Conflict `invalid_transition` when the action is not unknown."""
+
+    @abc.abstractmethod
+    async def apply_recheck(self, run_id: str, recheck: Recheck, *, by: str) -> None:
+        """Invalidate milestones and mark the checkpoint not good, as a re-read found."""
+
+    @abc.abstractmethod
+    async def recovery_inputs(self, tenant: str, run_id: str) -> RecoveryInputs:
+        """Everything the recovery package reads, in one read. Raises: NotFound."""
 
     # -- the watchdog and webhook deliveries (gateway/watchdog.py, gateway/webhooks.py) ----
     @abc.abstractmethod

@@ -26,6 +26,7 @@ from gateway.store.sqlite_base import Conn, cursor_after, default_process_id
 from gateway.store.sqlite_gate import GateOps
 from gateway.store.sqlite_keys import KeyOps
 from gateway.store.sqlite_lineage import LineageOps
+from gateway.store.sqlite_progress import ProgressOps
 from gateway.store.sqlite_record import RecordOps
 from gateway.store.sqlite_rows import (
     encode_cursor,
@@ -38,7 +39,9 @@ from gateway.store.sqlite_watch import WatchOps
 __all__ = ["SQLiteStore", "default_process_id"]
 
 
-class SQLiteStore(GateOps, ApprovalOps, LineageOps, RecordOps, AuditOps, KeyOps, StatsOps, UsageOps, WatchOps, Store):
+class SQLiteStore(
+    GateOps, ApprovalOps, ProgressOps, LineageOps, RecordOps, AuditOps, KeyOps, StatsOps, UsageOps, WatchOps, Store
+):
     """One SQLite file, WAL, every decision in one `BEGIN IMMEDIATE` transaction; split by concern
     into the parts it inherits (gate, approvals, record)."""
 
@@ -82,7 +85,9 @@ class SQLiteStore(GateOps, ApprovalOps, LineageOps, RecordOps, AuditOps, KeyOps,
                     self._expire_approvals_due(conn, run_id, now)
                     self._set_status(conn, run, event, now, by=principal.name, reason=reason, **data)
                     pending = conn.execute(
-                        "SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending' LIMIT 1", (run_id,)
+                        "SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending' "
+                        "AND milestone_id IS NULL LIMIT 1",
+                        (run_id,),
                     ).fetchone()
                     if pending is not None:
                         resumed = run_from_row(self._run_row(conn, run_id))

@@ -18,6 +18,7 @@ from gateway.store.records import (
     Principal,
 )
 from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
+from gateway.store.sqlite_progress import check_reviewer, review_decided
 from gateway.store.sqlite_rows import (
     approval_from_row,
     encode_cursor,
@@ -144,6 +145,7 @@ class ApprovalOps(SQLiteBase):
             run = run_from_row(self._run_row(conn, approval.run_id))
             if run.contract.get("forbid_creator_approval") and run.created_by == principal.name:
                 raise Forbidden("this run's contract forbids its creator from deciding its approvals")
+            check_reviewer(approval, principal, row["reviewer"])
             if approval.role not in principal.roles and "admin" not in principal.roles:
                 raise Forbidden(f"this approval needs the {approval.role} role")
             if now >= approval.decide_by:
@@ -166,6 +168,8 @@ class ApprovalOps(SQLiteBase):
                 payload_sha256=approval.payload_sha256,
                 valid_until=isoformat(now + approval.valid_for) if approve else None,
             )
+            if row["milestone_id"] is not None:
+                review_decided(self, conn, approval, approve=approve, by=principal.name, note=note, now=now)
             self._settle_waiting(conn, run.run_id, now, principal.name)
             return approval_from_row(
                 conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()

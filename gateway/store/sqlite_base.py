@@ -184,7 +184,9 @@ class SQLiteBase:
     def _settle_waiting(self, conn: Conn, run_id: str, now: float, by: str) -> None:
         """After approvals close: a waiting run with nothing left pending goes back to running."""
         pending = conn.execute(
-            "SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending' LIMIT 1", (run_id,)
+            # A milestone's review does not hold the run waiting.
+            "SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending' AND milestone_id IS NULL LIMIT 1",
+            (run_id,),
         ).fetchone()
         if pending is None:
             run = run_from_row(self._run_row(conn, run_id))

@@ -23,6 +23,7 @@ from gateway.app import create_app
 from gateway.cli import main as cli
 from gateway.clock import ManualClock
 from gateway.config import load_settings
+from gateway.mcp_front import WARRANT_TOOLS
 from gateway.service import Gateway
 from tests.adapters.conftest import SERVER, WAIT, Notebook, free_port, wait_until
 
@@ -174,7 +175,7 @@ async def test_a_manual_adapter_refuses_its_tools_until_each_is_accepted(tmp_pat
             "tool_definition_changed"
         )
         assert notebook.effect_lines() == []
-        assert await front_tools(served.url, token) == {"warrant_status", "warrant_propose", "warrant_repeat"}
+        assert await front_tools(served.url, token) == set(WARRANT_TOOLS)
         async with served.api("ops") as admin:
             pending = {p["tool"]: p for p in (await admin.get("/api/tools/pending")).json()["items"]}
             assert pending["files__write_note"]["pin"]["state"] == "new"

@@ -96,6 +96,7 @@ def body_for(route: Served, acme: Acme) -> dict[str, Any] | None:
         "approve": {"note": "intrusion"},
         "deny": {"note": "intrusion"},
         "resolve": {"status": "failed", "evidence": "intrusion"},
+        "acknowledge": {"note": "intrusion"},
         "revoke": {"reason": "intrusion"},
         "rotate": {"overlap": "0s", "expires_in": None},
         "accept": {"definition_sha256": "0" * 64},

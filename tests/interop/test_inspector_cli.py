@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from gateway.mcp_front import WARRANT_TOOLS
 from tests.api.conftest import Api
 from tests.interop.conftest import lease_token
 from tests.interop.nodejs import INSPECTOR, Ran, run_node
@@ -22,7 +23,7 @@ from tests.interop.nodejs import INSPECTOR, Ran, run_node
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 ERAS = ["legacy", "modern", "auto"]
-TOOLS = {"shop__find", "shop__order", "shop__charge", "warrant_status", "warrant_propose", "warrant_repeat"}
+TOOLS = {"shop__find", "shop__order", "shop__charge", *WARRANT_TOOLS}
 
 # Exit codes of the Inspector CLI (its --help): 3 authentication required, 5 a tool answered isError.
 AUTH_REQUIRED = 3

@@ -14,6 +14,7 @@ import json
 
 import pytest
 
+from gateway.mcp_front import WARRANT_TOOLS
 from tests.api.conftest import Api
 from tests.interop.conftest import lease_token
 from tests.interop.nodejs import run_node
@@ -28,7 +29,7 @@ CLIENTS = [
     pytest.param("v2", "auto", "2026-07-28", id="sdk2-auto-2026-07-28"),
 ]
 
-TOOLS = {"shop__find", "shop__order", "shop__charge", "warrant_status", "warrant_propose", "warrant_repeat"}
+TOOLS = {"shop__find", "shop__order", "shop__charge", *WARRANT_TOOLS}
 
 
 @pytest.mark.parametrize(("sdk", "era", "revision"), CLIENTS)

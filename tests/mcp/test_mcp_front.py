@@ -39,7 +39,17 @@ async def test_tools_list_shows_the_runs_tools_and_the_gateway_tools(api: Api, m
     _, token = await start(api)
     async with mcp_client(api, token, mode) as c:
         names = {t.name for t in (await c.list_tools()).tools}
-    assert names == {"shop__find", "shop__order", "shop__charge", "warrant_status", "warrant_propose", "warrant_repeat"}
+    assert names == {
+        "shop__find",
+        "shop__order",
+        "shop__charge",
+        "warrant_status",
+        "warrant_propose",
+        "warrant_repeat",
+        "warrant_checkpoint",
+        "warrant_milestone",
+        "warrant_complete",
+    }
 
 
 @pytest.mark.parametrize("mode", MODES)
