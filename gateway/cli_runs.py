@@ -5,7 +5,11 @@
     warrant runs show RUN                         budgets as bars, lease, pending approvals, milestones
     warrant runs pause RUN | resume RUN [--reason TEXT]
     warrant runs cancel RUN [--reason TEXT] [--hard]
-    warrant runs successor RUN [--reason TEXT]
+    warrant runs successor RUN [--reason TEXT] [--extend-by 24h]
+                                                  a new run in a terminal run's lineage (extending: admin)
+    warrant runs revise RUN --spec-version V --patch FILE|JSON [--reason TEXT]
+                                                  an RFC 7396 merge patch of the contract (widening: admin)
+    warrant runs delegate PARENT CONTRACT         a sub-run carved out of a live run; prints its id
     warrant runs actions RUN                      the action ledger as a table
     warrant runs usage RUN --kind K --amount A [--note TEXT] [--ref REF]
                                                   report model or runtime spend against the run
@@ -73,7 +77,20 @@ def add_commands(sub: Any) -> None:
     successor = runs_sub.add_parser("successor", help="a new run in the lineage of a terminal one")
     successor.add_argument("run_id")
     successor.add_argument("--reason", help="the authorization, recorded in both runs")
+    successor.add_argument("--extend-by", help='added to the inherited deadline, like "24h" (admin only)')
     successor.set_defaults(func=reporting(_successor))
+    revise = runs_sub.add_parser("revise", help="change a run's contract (narrowing: operator; widening: admin)")
+    revise.add_argument("run_id")
+    revise.add_argument("--spec-version", required=True, help="the contract's new version")
+    revise.add_argument(
+        "--patch", required=True, help="an RFC 7396 merge patch: inline JSON, a .json/.yaml file, or - for stdin"
+    )
+    revise.add_argument("--reason", help="recorded in the run's history")
+    revise.set_defaults(func=reporting(_revise))
+    delegate = runs_sub.add_parser("delegate", help="a sub-run carved out of a live run; prints its id")
+    delegate.add_argument("parent_run_id")
+    delegate.add_argument("contract", help="the child's contract: a .yaml, .yml or .json file, or - for stdin")
+    delegate.set_defaults(func=reporting(_delegate))
     actions = runs_sub.add_parser("actions", help="the run's action ledger as a table")
     actions.add_argument("run_id")
     actions.set_defaults(func=reporting(_actions))
@@ -87,7 +104,7 @@ def add_commands(sub: Any) -> None:
     report = runs_sub.add_parser("report", help="the pilot measures and the cost by tag")
     report.add_argument("run_id")
     report.set_defaults(func=reporting(_report))
-    commands += [cancel, successor, actions, usage, report]
+    commands += [cancel, successor, revise, delegate, actions, usage, report]
 
     leases = sub.add_parser("leases", help="acquire or renew a run's lease")
     leases_sub = leases.add_subparsers(dest="leases_command", required=True)
@@ -312,10 +329,39 @@ def _control(args: argparse.Namespace) -> int:
 
 
 def _successor(args: argparse.Namespace) -> int:
-    body = {"reason": args.reason} if args.reason else {}
+    body = {"reason": args.reason, "extend_by": args.extend_by}
     with cli_http.client(args) as http:
-        run = cli_http.call(http, "POST", api_path("runs", args.run_id, "successor"), body)
+        run = cli_http.call(
+            http, "POST", api_path("runs", args.run_id, "successor"), {k: v for k, v in body.items() if v}
+        )
     return _new_run(args, run, f" as the successor of {args.run_id}")
+
+
+def _revise(args: argparse.Namespace) -> int:
+    if args.patch.lstrip().startswith("{"):
+        try:
+            patch = json.loads(args.patch)
+        except ValueError as exc:
+            raise ApiFailed("invalid_request", f"--patch is not valid JSON: {exc}") from exc
+    else:
+        patch = read_contract(args.patch)  # a mapping from a file or stdin, as a contract is read
+    body = {"spec_version": args.spec_version, "patch": patch} | ({"reason": args.reason} if args.reason else {})
+    with cli_http.client(args) as http:
+        run = cli_http.call(http, "POST", api_path("runs", args.run_id, "revise"), body)
+    if args.json:
+        print_json(run)
+        return 0
+    print(f"{run['run_id']}: {run['spec_version']} ({run['status']})")
+    for change in run["changes"]:
+        print(f"  {change['field']}  {change['effect']}: {cell(change['was'])} -> {cell(change['now'])}")
+    return 0
+
+
+def _delegate(args: argparse.Namespace) -> int:
+    contract = read_contract(args.contract)
+    with cli_http.client(args) as http:
+        run = cli_http.call(http, "POST", api_path("runs", args.parent_run_id, "children"), contract)
+    return _new_run(args, run, f" under {args.parent_run_id}")
 
 
 def actions_table(actions: list[dict[str, Any]]) -> str:

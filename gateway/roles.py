@@ -19,7 +19,8 @@ PERMISSIONS: frozenset[str] = frozenset(
     {
         "runs.create",
         "runs.read",
-        "runs.control",  # pause, resume, cancel
+        "runs.control",  # pause, resume, cancel, narrow-revise, successor
+        "runs.widen",  # widen a revision, extend a successor's deadline: admin only
         "leases.acquire",
         "approvals.read",
         "approvals.decide",

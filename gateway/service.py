@@ -16,13 +16,16 @@ from gateway.adapters.base import Adapter
 from gateway.catalog import Catalog
 from gateway.clock import Clock
 from gateway.config import ApiKey
+from gateway.domain.contract import Contract, parse_contract
 from gateway.domain.lifecycle import ActionStatus
+from gateway.domain.revision import Change, Effect, classify, merge_patch, require_narrowing
 from gateway.domain.units import parse_money
 from gateway.errors import Conflict, InvalidRequest
 from gateway.gate import Gate
 from gateway.pins import Pins
 from gateway.progress import Progress, recheck_view
 from gateway.reconcile import reconcile_run
+from gateway.roles import permits
 from gateway.store.base import Store
 from gateway.store.records import ActionRecord, Principal, RunRecord, SettleKind, Settlement
 from gateway.watchdog import Watchdog
@@ -144,3 +147,56 @@ class Gateway:
         log.info("action %s resolved %s by %s", action_id, kind.value, principal.name)
         return (await self.store.settle(action_id, settlement)).action
 
+    # -- revisions, successors and sub-runs (docs/progress.md) -----------------------------------
+    async def revise(
+        self, principal: Principal, run_id: str, *, spec_version: str, patch: dict[str, Any], reason: str | None
+    ) -> tuple[RunRecord, list[Change]]:
+        """Apply an RFC 7396 merge patch to the run's contract under a new spec_version. An operator
+        may narrow; a widening change needs `runs.widen` (admin). The store classifies again
+        against the contract it updates, in its transaction.
+
+        Raises: NotFound; Conflict `spec_version_unchanged`, `revision_conflict`; Forbidden
+        `widening_requires_admin` (naming the widening changes); InvalidRequest `invalid_contract`
+        (every problem of the patched contract); Refusal `run_<terminal>`.
+        """
+        run = await self.store.get_run(principal.tenant, run_id)
+        if spec_version == run.spec_version:
+            raise Conflict(
+                f"the run is already at {spec_version}; a revision names a new spec_version",
+                code="spec_version_unchanged",
+            )
+        patched = merge_patch(run.contract, patch)
+        named = patch.get("spec_version")
+        if named is not None and named != spec_version:
+            raise InvalidRequest(
+                "the patch names another spec_version than the request",
+                code="invalid_contract",
+                problems=[{"field": "spec_version", "problem": f"the request names {spec_version}"}],
+            )
+        contract = parse_contract(patched | {"spec_version": spec_version})
+        changes = classify(Contract.model_validate(run.contract), contract)
+        widening = permits(principal, "runs.widen")
+        require_narrowing(changes, may_widen=widening)
+        after = await self.store.revise(
+            principal, run_id, contract=contract, reason=reason, widening=widening, base_spec_version=run.spec_version
+        )
+        return after, changes
+
+    async def successor(
+        self, principal: Principal, run_id: str, *, reason: str | None, extend_by: int | None
+    ) -> RunRecord:
+        """A terminal run's successor; extending its deadline needs `runs.widen` (admin).
+
+        Raises: NotFound; Conflict `run_not_terminal`, `deadline_passed`; Forbidden `widening_requires_admin`.
+        """
+        if extend_by is not None:
+            extension = Change("deadline", Effect.WIDENS, None, f"+{extend_by}s")
+            require_narrowing([extension], may_widen=permits(principal, "runs.widen"))
+        return await self.store.create_successor(principal, run_id, reason=reason, extend_by=extend_by)
+
+    async def create_child(self, principal: Principal, parent_id: str, contract: Contract) -> RunRecord:
+        """A delegated sub-run carved out of a live parent (gateway/domain/revision.py, narrow_child).
+
+        Raises: NotFound; Refusal `run_<terminal>`, `budget_exhausted`; InvalidRequest `invalid_contract`.
+        """
+        return await self.store.create_child(principal, parent_id, contract)

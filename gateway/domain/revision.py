@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from gateway.domain.contract import Contract, problems_of
 from gateway.domain.units import parse_duration, parse_money
-from gateway.errors import InvalidRequest, Refusal, WarrantError
+from gateway.errors import Forbidden, InvalidRequest, Refusal, WarrantError
 
 CARVED: tuple[str, ...] = ("spend", "tool_calls", "writes")  # what a child's creation takes from its parent
 
@@ -304,6 +304,13 @@ def classify(old: Contract, new: Contract) -> list[Change]:
         if was != now:
             out.append(Change(name, Effect.WIDENS, was, now))
     return out
+
+
+def require_narrowing(changes: Sequence[Change], *, may_widen: bool) -> None:
+    """Raises: Forbidden `widening_requires_admin`, naming every widening change, unless `may_widen`."""
+    wider = [c.as_dict() for c in changes if c.widens]
+    if wider and not may_widen:
+        raise Forbidden("only an admin may widen a run's contract", code="widening_requires_admin", changes=wider)
 
 
 def invalidated_milestones(changes: Sequence[Change]) -> list[str]:

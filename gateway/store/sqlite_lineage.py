@@ -16,9 +16,9 @@ from gateway.clock import isoformat
 from gateway.domain import lifecycle
 from gateway.domain.contract import Contract
 from gateway.domain.lifecycle import RunStatus
-from gateway.domain.revision import child_refusal, classify, invalidated_milestones, narrow_child
+from gateway.domain.revision import child_refusal, classify, invalidated_milestones, narrow_child, require_narrowing
 from gateway.domain.units import format_money, parse_duration
-from gateway.errors import Conflict, Forbidden, Refusal
+from gateway.errors import Conflict, Refusal
 from gateway.ids import new_id
 from gateway.store.records import ApprovalStatus, Principal, RunRecord
 from gateway.store.sqlite_base import Conn, SQLiteBase, wire_reservation
@@ -139,11 +139,7 @@ class LineageOps(SQLiteBase):
                 )
             old = Contract.model_validate(run.contract)
             changes = classify(old, contract)
-            wider = [c.as_dict() for c in changes if c.widens]
-            if wider and not widening:
-                raise Forbidden(
-                    "only an admin may widen a run's contract", code="widening_requires_admin", changes=wider
-                )
+            require_narrowing(changes, may_widen=widening)
             terms = contract.terms()
             # Moved by the change of expires_in: a successor's or an extended deadline keeps its shift.
             deadline = run.deadline + (terms.expires_in - parse_duration(old.expires_in))
@@ -178,7 +174,7 @@ class LineageOps(SQLiteBase):
                 **{"from": run.spec_version, "to": terms.spec_version},
                 reason=reason,
                 by=principal.name,
-                widening=bool(wider),
+                widening=any(c.widens for c in changes),
                 changes=[c.as_dict() for c in changes],
                 contract_sha256=put_blob(conn, body, now),
                 deadline=isoformat(deadline),

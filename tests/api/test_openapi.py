@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 from starlette.routing import Route
 
 from gateway.api import openapi, schemas
-from tests.api.conftest import Api
+from tests.api.conftest import CONTRACT, Api
 from tests.api.test_operator_api import create_run, lease
 from tests.api.test_resolve import unknown_action
 
@@ -59,8 +59,8 @@ async def test_every_operation_names_its_errors_with_the_error_envelope(api: Api
             public = path in ("/healthz", "/api/openapi.json")
             assert ("401" not in operation["responses"]) == public, (method, path)
             assert operation.get("security") != [] or public, (method, path)
-    unbuilt = document["paths"]["/api/runs/{run_id}/successor"]["post"]["responses"]
-    assert set(unbuilt) == {"401", "501"}
+    successor = document["paths"]["/api/runs/{run_id}/successor"]["post"]["responses"]
+    assert {"201", "403", "404", "409", "422"} <= set(successor)
     assert document["components"]["securitySchemes"]["apiKey"] == {
         "type": "http",
         "scheme": "bearer",
@@ -125,14 +125,21 @@ async def test_the_views_output_conforms_to_the_response_models(api: Api) -> Non
         check("POST", "/api/runs/{run_id}/pause", 200, (await c.post(f"/api/runs/{rid}/pause")).json())
         bad = await c.post("/api/runs", json={"goal": ""})
         check("POST", "/api/runs", 422, bad.json())
-        later = await c.post(f"/api/runs/{rid}/successor", json={})
-        check("POST", "/api/runs/{run_id}/successor", 501, later.json())
+        live = await c.post(f"/api/runs/{rid}/successor", json={})
+        check("POST", "/api/runs/{run_id}/successor", 409, live.json())
         usage = await c.post(f"/api/runs/{rid}/usage", json={"kind": "model", "amount": "0.42", "ref": "r1"})
         check("POST", "/api/runs/{run_id}/usage", 201, usage.json())
         check("GET", "/api/runs/{run_id}/report", 200, (await c.get(f"/api/runs/{rid}/report")).json())
     async with api.client("appr") as c:
         decided = await c.post(f"/api/approvals/{approval_id}/approve", json={})
         check("POST", "/api/approvals/{approval_id}/approve", 200, decided.json())
+    async with api.client("ops") as c:  # a revision supersedes unused approvals: after the decision
+        patch = {"budgets": {"writes": 5}}
+        revised = await c.post(f"/api/runs/{rid}/revise", json={"spec_version": "v2", "patch": patch})
+        check("POST", "/api/runs/{run_id}/revise", 200, revised.json())
+        child = {**CONTRACT, "budgets": {**CONTRACT["budgets"], "spend": "0.10", "tool_calls": 5, "writes": 1}}
+        delegated = await c.post(f"/api/runs/{rid}/children", json=child)
+        check("POST", "/api/runs/{run_id}/children", 201, delegated.json())
     async with api.client(None) as c:
         check("GET", "/api/runs", 401, (await c.get("/api/runs")).json())
     expected = {
@@ -143,6 +150,7 @@ async def test_the_views_output_conforms_to_the_response_models(api: Api) -> Non
         "ApprovalView",
         "ChargeView",
         "RunReport",
+        "RevisedRun",
         "ErrorBody",
     }
     assert expected <= conformance.checked

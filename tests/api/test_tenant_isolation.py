@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from gateway.domain.keys import api_key_hash
-from tests.api.conftest import Api
+from tests.api.conftest import CONTRACT, Api
 from tests.api.test_keys import create_key, status_with
 from tests.api.test_operator_api import create_run, lease
 from tests.api.test_role_matrix import UNBUILT, Served, served_routes
@@ -102,6 +102,9 @@ def body_for(route: Served, acme: Acme) -> dict[str, Any] | None:
         "accept": {"definition_sha256": "0" * 64},
         "usage": {"kind": "model", "amount": "0.01", "note": "intrusion", "ref": "intrusion"},
         "keys": {"name": "intruder", "roles": ["admin"], "tenant": "acme"},
+        "revise": {"spec_version": "intruded", "patch": {"budgets": {"writes": 1}}, "reason": "intrusion"},
+        "successor": {"reason": "intrusion"},
+        "children": {**CONTRACT, "budgets": {**CONTRACT["budgets"], "spend": "0.01", "tool_calls": 1, "writes": 1}},
         "runs": {},
     }.get(last, {})
 
