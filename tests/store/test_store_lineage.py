@@ -14,6 +14,8 @@ from gateway.domain.report import build_report
 from gateway.domain.revision import merge_patch
 from gateway.errors import Conflict, Forbidden, InvalidRequest, Refusal
 from gateway.gate import META_REPLAYED
+from gateway.store.base import Refused
+from gateway.store.progress_records import MilestoneSubmission
 from gateway.store.records import ApprovalStatus
 from tests.harness import OPS, TENANT, Run, World, code_of, contract, op, text_of
 
@@ -346,3 +348,50 @@ async def test_a_child_of_a_cancelled_parent_is_refused(world: World) -> None:
     with pytest.raises(Refusal) as refused:
         await delegate(world, parent)
     assert refused.value.code == "run_cancelled"
+
+
+# -- milestones and checkpoints across a revision and a successor ----------------------------
+MILESTONES = [{"id": "inventory", "checks": [{"artifact": "inventory"}]}, {"id": "draft", "checks": []}]
+
+
+async def verified(world: World, run: Run, milestone_id: str) -> None:
+    record = await world.run(run.run_id)
+    submission = MilestoneSubmission(
+        milestone_id=milestone_id, status="verified", checks=[], reasons=[], depends={}, evidence={"note": "ok"}
+    )
+    recorded = await world.store.record_milestone(
+        run.run_id, epoch=record.epoch, worker="worker-1", granted_by="ops", submission=submission
+    )
+    assert not isinstance(recorded, Refused), recorded
+
+
+async def test_a_revision_invalidates_the_milestones_it_changed_or_removed_only(world: World) -> None:
+    run = await world.new_run(milestones=MILESTONES)
+    await verified(world, run, "inventory")
+    await verified(world, run, "draft")
+    patch = {"milestones": [{"id": "inventory", "checks": [{"artifact": "inventory-v2"}]}, {"id": "draft"}]}
+    await revise(world, run, patch)
+    states = {m.milestone_id: m.status for m in await world.store.list_milestones(run.run_id)}
+    assert states == {"inventory": "invalidated", "draft": "verified"}
+    invalidated = [e.data["milestone_id"] for e in await world.events(run.run_id) if e.type == "milestone_invalidated"]
+    assert invalidated == ["inventory"]
+
+
+async def test_a_successor_inherits_the_newest_checkpoint_and_the_milestone_states(world: World) -> None:
+    run = await world.new_run(milestones=MILESTONES)
+    record = await world.run(run.run_id)
+    for version in (0, 1):
+        saved = await world.store.save_checkpoint(
+            run.run_id, epoch=record.epoch, worker="worker-1", expected_version=version, body={"v": version}
+        )
+        assert not isinstance(saved, Refused), saved
+    await verified(world, run, "inventory")
+    await world.store.cancel(OPS, run.run_id, "worker lost", hard=False)
+
+    successor = await world.store.create_successor(OPS, run.run_id, reason=None, extend_by=None)
+
+    assert successor.checkpoint_version == 2
+    checkpoint = await world.store.latest_checkpoint(successor.run_id)
+    assert checkpoint is not None and (checkpoint.version, checkpoint.inherited_from) == (2, run.run_id)
+    milestones = await world.store.list_milestones(successor.run_id)
+    assert [(m.milestone_id, m.status, m.inherited_from) for m in milestones] == [("inventory", "verified", run.run_id)]
