@@ -10,6 +10,7 @@
     warrant leases acquire R [--worker W] [--takeover] | renew        (the same; renew: WARRANT_TOKEN)
     warrant approvals list | show ID | approve ID | deny ID [--note T] [--sha256 H]   (the same)
     warrant events tail R [--from SEQ] [--no-follow]                    (the same)
+    warrant recovery RUN | actions acknowledge|resolve ACTION
     warrant adapters import-openapi SPEC --name N [--base-url URL] [--out FILE [--force]]
     warrant version
 
@@ -32,6 +33,7 @@ from gateway.cli_approvals import add_commands as add_approval_commands
 from gateway.cli_events import add_commands as add_event_commands
 from gateway.cli_keys import add_commands as add_key_commands
 from gateway.cli_ledger import add_commands as add_ledger_commands
+from gateway.cli_progress import add_commands as add_progress_commands
 from gateway.cli_runs import add_commands as add_run_commands
 from gateway.cli_tools import add_commands as add_tool_commands
 from gateway.errors import ConfigError, StoreError
@@ -113,6 +115,7 @@ def parser() -> argparse.ArgumentParser:
     add_tool_commands(sub)
     add_key_commands(sub)
     add_run_commands(sub)
+    add_progress_commands(sub)
     add_approval_commands(sub)
     add_event_commands(sub)
     add_adapter_commands(sub)

@@ -280,12 +280,24 @@ def _artifact_settings(path: Path, raw: ConfigFile) -> ArtifactSettings:
 
 
 def _validators(path: Path, targets: Mapping[str, str]) -> dict[str, Validator]:
-    """Raises: ConfigError naming a validator whose module or function is missing or not callable."""
+    """Raises: ConfigError naming a validator whose module or function is missing or not callable.
+
+    A module is looked up on the import path, then in the configuration file's directory (so the
+    bundled `examples.validators` is found whatever directory `warrant serve` starts in).
+    """
     out: dict[str, Validator] = {}
     for name, target in targets.items():
         module_name, _, attr = target.partition(":")
         try:
-            function = getattr(importlib.import_module(module_name), attr)
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError:
+                base = str(path.parent.resolve())
+                if base in sys.path:
+                    raise
+                sys.path.append(base)
+                module = importlib.import_module(module_name)
+            function = getattr(module, attr)
         except Exception as exc:  # a missing module or attribute, or a module that fails to import
             raise ConfigError(f"{path}: validator {name}: cannot import {target}: {exc}") from exc
         if not callable(function):

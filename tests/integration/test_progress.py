@@ -173,6 +173,10 @@ async def test_completion_is_refused_naming_what_is_missing_until_every_check_ho
         )
         assert body["milestone"]["status"] == "failed"
         assert inventory["sha256"] in " ".join(body["milestone"]["reasons"])
+        _, body, _ = await call(c, "warrant_complete", {"summary": "done"})
+        refused = {m["milestone_id"]: m for m in body["error"]["milestones"]}
+        assert refused["inventory"]["status"] == "failed"
+        assert inventory["sha256"] in " ".join(refused["inventory"]["reasons"])
 
         # The right one passes its schema.
         err, body, _ = await call(
