@@ -352,7 +352,7 @@ async def test_failures_exit_non_zero_with_the_error_code_on_stderr(served: Serv
     forbidden = await served.warrant("appr", "runs", "cancel", run_id)
     assert forbidden.returncode == 1 and "[forbidden]" in forbidden.stderr
     successor = await served.warrant("op", "runs", "successor", run_id, "--reason", "next quarter")
-    assert successor.returncode == 1 and "[not_implemented]" in successor.stderr
+    assert successor.returncode == 1 and "[run_not_terminal]" in successor.stderr  # the run is still live
     no_key = await served.warrant(None, "runs", "list")
     assert no_key.returncode == 1 and "[unauthenticated]" in no_key.stderr
     usage = await served.warrant("op", "runs", "cancel")
