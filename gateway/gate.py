@@ -448,7 +448,7 @@ class Gate:
         if spec.is_write:
             settled = await self.store.settle(action.action_id, settlement)
             assert settled.run is not None
-            remaining = _remaining(settled.run, self.clock.now())
+            remaining = budget_remaining(settled.run, self.clock.now())
         else:
             # A read's outcome replays nothing: answer now, commit with the store's next batch.
             self.store.settle_soon(action.action_id, settlement)
@@ -589,7 +589,7 @@ class Gate:
                 "refusal": refusal.code if refusal else None,
             },
             "deadline": isoformat(run.deadline),
-            "budget_remaining": _remaining(run, self.clock.now()),
+            "budget_remaining": budget_remaining(run, self.clock.now()),
             "pending_approvals": [
                 {
                     "approval_id": a.approval_id,
@@ -658,7 +658,8 @@ def _settlement(spec: ToolSpec, outcome: Outcome, currency: str) -> Settlement:
     )
 
 
-def _remaining(run: RunRecord, now: float) -> dict[str, Any]:
+def budget_remaining(run: RunRecord, now: float) -> dict[str, Any]:
+    """Every budget dimension's remainder as the wire shows it (spend as money)."""
     return _wire(run.snapshot().remaining(now), run.currency)
 
 

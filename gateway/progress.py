@@ -26,10 +26,9 @@ from gateway.domain.checks import (
     milestone_status,
     parse_check,
 )
-from gateway.domain.units import format_money
 from gateway.errors import Refusal
 from gateway.evidence import Fetcher, recheck_artifact, recheck_source, run_checks
-from gateway.gate import CallResult, Gate
+from gateway.gate import CallResult, Gate, budget_remaining
 from gateway.store.base import Refused, Store
 from gateway.store.progress_records import (
     CheckpointRecord,
@@ -217,31 +216,26 @@ class Progress:
         seen: dict[tuple[str, str, str], tuple[str, str | None]] = {}
         checked: dict[str, Any] = {}
 
-        async def artifact(item: Mapping[str, Any]) -> tuple[str, str | None]:
-            key = ("artifact", str(item.get("uri")), str(item.get("sha256")))
+        async def read_again(kind: str, item: Mapping[str, Any]) -> tuple[str, str | None]:
+            """Each artifact or source read once per re-check: (same | changed | unreadable, reason)."""
+            uri = str(item.get("uri"))
+            key = (kind, uri, str(item.get("sha256") if kind == "artifact" else item.get("etag") or item.get("sha256")))
             if key not in seen:
                 try:
-                    ref = ArtifactRef.from_wire({k: item[k] for k in ("id", "uri", "sha256") if k in item})
-                    seen[key] = await recheck_artifact(ref, self.fetcher)
+                    if kind == "artifact":
+                        ref = ArtifactRef.from_wire({k: item[k] for k in ("id", "uri", "sha256") if k in item})
+                        seen[key] = await recheck_artifact(ref, self.fetcher)
+                    else:
+                        seen[key] = await recheck_source(SourceRef.from_wire(dict(item)), self.fetcher)
                 except ValueError as exc:
                     seen[key] = ("unreadable", str(exc))
-                checked[key[1]] = {"status": seen[key][0], "reason": seen[key][1], "at": isoformat(self.clock.now())}
-            return seen[key]
-
-        async def source(item: Mapping[str, Any]) -> tuple[str, str | None]:
-            key = ("source", str(item.get("uri")), str(item.get("etag") or item.get("sha256")))
-            if key not in seen:
-                try:
-                    seen[key] = await recheck_source(SourceRef.from_wire(dict(item)), self.fetcher)
-                except ValueError as exc:
-                    seen[key] = ("unreadable", str(exc))
-                checked[key[1]] = {"status": seen[key][0], "reason": seen[key][1], "at": isoformat(self.clock.now())}
+                checked[uri] = {"status": seen[key][0], "reason": seen[key][1], "at": isoformat(self.clock.now())}
             return seen[key]
 
         checkpoint_bad = None
         if checkpoint is not None and checkpoint.good:
             for item in checkpoint.artifacts:
-                state, reason = await artifact(item)
+                state, reason = await read_again("artifact", item)
                 if state != "same":
                     checkpoint_bad = f"artifact {item.get('id')} {state}: {reason}"
                     break
@@ -251,13 +245,13 @@ class Progress:
                 continue
             why = None
             for item in milestone.depends.get("artifacts") or []:
-                state, reason = await artifact(item)
+                state, reason = await read_again("artifact", item)
                 if state != "same":
                     why = f"artifact {item.get('id')} {state}: {reason}"
                     break
             if why is None:
                 for item in milestone.depends.get("sources") or []:
-                    state, reason = await source(item)
+                    state, reason = await read_again("source", item)
                     if state != "same":
                         why = f"source {item.get('uri')} {state}: {reason}"
                         break
@@ -340,7 +334,6 @@ def recovery_package(inputs: RecoveryInputs, now: float) -> dict[str, Any]:
         view = milestone_view(record) if record is not None else {"milestone_id": spec["id"], "status": "pending"}
         milestones.append({**view, "required": spec.get("required", True)})
     checkpoint = inputs.checkpoint
-    remaining = run.snapshot().remaining(now)
     return {
         "run_id": run.run_id,
         "lineage_id": run.lineage_id,
@@ -372,9 +365,7 @@ def recovery_package(inputs: RecoveryInputs, now: float) -> dict[str, Any]:
                 for a, ack in inputs.uncertain
             ],
         },
-        "budget_remaining": {
-            dim: (format_money(v, run.currency) if dim == "spend" else v) for dim, v in remaining.items()
-        },
+        "budget_remaining": budget_remaining(run, now),
         "authority": contract.get("authority"),
         "deadline": isoformat(run.deadline),
         "pending_approvals": [

@@ -86,9 +86,6 @@ class Gateway:
                 log.exception("adapter %s failed to revoke credentials of run %s", adapter.name, run_id)
         return run
 
-    async def reconcile(self, principal: Principal, run_id: str) -> int:
-        return len((await self.reconcile_reality(principal, run_id))["actions"])
-
     async def resolve(
         self,
         principal: Principal,

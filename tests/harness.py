@@ -90,6 +90,13 @@ def free_port() -> int:
         return port
 
 
+async def answer_lifespan(receive: Any, send: Any) -> None:
+    """A raw ASGI test app's lifespan: start up, then wait for the shutdown and confirm it."""
+    while (await receive())["type"] != "lifespan.shutdown":
+        await send({"type": "lifespan.startup.complete"})
+    await send({"type": "lifespan.shutdown.complete"})
+
+
 @asynccontextmanager
 async def uvicorn_serving(app: Any) -> AsyncIterator[str]:
     """Serve an ASGI app (lifespan included) with uvicorn on a free loopback port; its base URL."""

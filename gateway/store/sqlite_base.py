@@ -18,6 +18,7 @@ from gateway.domain.units import format_money
 from gateway.errors import InvalidRequest, NotFound, Refusal
 from gateway.ids import new_id
 from gateway.store.records import (
+    ActionRecord,
     ApprovalStatus,
     RunRecord,
 )
@@ -26,6 +27,7 @@ from gateway.store.sqlite_rows import (
     RUN_STATE_COLUMNS,
     Chain,
     RunState,
+    action_from_row,
     append_event,
     decode_cursor,
     run_from_row,
@@ -216,6 +218,14 @@ class SQLiteBase:
                 self._set_status(conn, run, RunEvent.PAUSE, now, by="gateway", reason=reason, approval_id=pausing[0])
         if rows:
             self._settle_waiting(conn, run_id, now, "gateway")
+
+    @staticmethod
+    def _action(conn: Conn, action_id: str, tenant: str) -> ActionRecord:
+        """Raises: NotFound, also for another tenant's action."""
+        row = conn.execute("SELECT * FROM actions WHERE action_id = ? AND tenant = ?", (action_id, tenant)).fetchone()
+        if row is None:
+            raise NotFound(f"no action {action_id}")
+        return action_from_row(row)
 
     def _reject(
         self,

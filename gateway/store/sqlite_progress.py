@@ -14,8 +14,9 @@ from typing import Any
 from gateway.canonical import canonical_json, sha256_hex
 from gateway.clock import isoformat
 from gateway.domain.admission import RunSnapshot, lease_refusal, spec_refusal
+from gateway.domain.checks import CheckResult, milestone_status
 from gateway.domain.lifecycle import ActionStatus, RunEvent, RunStatus, status_refusal
-from gateway.errors import Conflict, Forbidden, NotFound, Refusal
+from gateway.errors import Conflict, Forbidden, Refusal
 from gateway.ids import new_id
 from gateway.store.base import Refused
 from gateway.store.progress_records import (
@@ -361,12 +362,7 @@ class ProgressOps(SQLiteBase):
 
         def tx(conn: Conn) -> tuple[ActionRecord, dict[str, Any]]:
             now = self._clock.now()
-            row = conn.execute(
-                "SELECT * FROM actions WHERE action_id = ? AND tenant = ?", (action_id, principal.tenant)
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"no action {action_id}")
-            action = action_from_row(row)
+            action = self._action(conn, action_id, principal.tenant)
             if action.status is not ActionStatus.UNKNOWN:
                 raise Conflict(
                     f"action {action_id} is {action.status.value}; only an unknown action is acknowledged",
@@ -499,11 +495,9 @@ def review_decided(
                 "detail": {**(check.get("detail") or {}), "decided_by": by, "approval_id": approval.approval_id},
             }
         checks.append(check)
-    failed = [c for c in checks if c.get("status") == "failed"]
-    status = "failed" if failed else "verified"
-    if not failed and any(c.get("status") != "verified" for c in checks):
-        status = "pending_review"
-    reasons = [str(c.get("reason")) for c in checks if c.get("status") != "verified" and c.get("reason")]
+    status, reasons = milestone_status(
+        [CheckResult(c["kind"], c["status"], c.get("reason"), c.get("detail") or {}) for c in checks]
+    )
     conn.execute(
         "UPDATE milestones SET status = ?, checks = ?, reasons = ?, updated_at = ?, verified_at = ? "
         "WHERE run_id = ? AND milestone_id = ?",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gateway.canonical import canonical_json
-from gateway.errors import InvalidRequest, NotFound
+from gateway.errors import InvalidRequest
 from gateway.store.chain import EntryRow, Head, VerifyReport, verify_run
 from gateway.store.records import (
     ActionRecord,
@@ -28,15 +28,7 @@ from gateway.store.sqlite_rows import (
 class RecordOps(SQLiteBase):
     # -- the record ------------------------------------------------------------------------
     async def get_action(self, tenant: str, action_id: str) -> ActionRecord:
-        def read(conn: Conn) -> ActionRecord:
-            row = conn.execute(
-                "SELECT * FROM actions WHERE action_id = ? AND tenant = ?", (action_id, tenant)
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"no action {action_id}")
-            return action_from_row(row)
-
-        return await self._db.read(read)
+        return await self._db.read(lambda conn: self._action(conn, action_id, tenant))
 
     async def list_actions(
         self, tenant: str, run_id: str, *, cursor: str | None = None, limit: int = 100

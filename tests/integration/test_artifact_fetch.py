@@ -17,7 +17,7 @@ import pytest
 
 from gateway.domain.checks import ArtifactRef, SourceRef, milestone_status
 from gateway.evidence import Fetcher, recheck_source, run_checks
-from tests.harness import WAIT, uvicorn_serving
+from tests.harness import WAIT, answer_lifespan, uvicorn_serving
 
 pytestmark = pytest.mark.anyio
 
@@ -38,9 +38,7 @@ class Recorder:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+            await answer_lifespan(receive, send)
             return
         self.requests.append((scope["method"], scope["path"]))
         path = scope["path"]
