@@ -22,7 +22,7 @@ from gateway.adapters.python import PythonAdapter
 from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.config import load_settings
-from tests.harness import uvicorn_serving
+from tests.harness import answer_lifespan, uvicorn_serving
 
 pytestmark = pytest.mark.anyio
 
@@ -44,9 +44,7 @@ class Recorder:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+            await answer_lifespan(receive, send)
             return
         self.requests.append(scope["path"])
         status, body = (200, self.body) if scope["path"] == "/vendors.csv" else (404, b"")
@@ -403,3 +401,99 @@ async def test_bad_arguments_get_clear_errors(world: World) -> None:
         big = {"expected_version": 0, "next_operation": {"description": "x" * 300_000}}
         _err, body, _ = await call(c, "warrant_checkpoint", big)
         assert body["error"]["code"] == "payload_too_large"
+
+
+# -- refusal paths each check must keep ----------------------------------------------------------
+async def test_completion_is_refused_while_a_child_run_is_live(world: World) -> None:
+    run_id, token = await world.start(milestones=[])
+    child = {**CONTRACT, "milestones": [], "budgets": {**CONTRACT["budgets"], "spend": "1.00", "tool_calls": 10}}
+    async with world.client("op") as c:
+        r = await c.post(f"/api/runs/{run_id}/children", json=child)
+        assert r.status_code == 201, r.text
+        child_id = r.json()["run_id"]
+    async with worker(world, token) as c:
+        _, body, _ = await call(c, "warrant_complete", {"summary": "done"})
+        assert body["error"]["code"] == "completion_refused"
+        assert body["error"]["live_children"] == [child_id]
+        assert body["error"]["milestones"] == [] and body["error"]["unknown_actions"] == []
+    async with world.client("op") as c:
+        await c.post(f"/api/runs/{child_id}/cancel", json={"reason": "not needed"})
+    async with worker(world, token) as c:
+        err, _, text = await call(c, "warrant_complete", {"summary": "done"})
+        assert not err, text
+
+
+async def test_progress_writes_are_refused_until_a_revised_contract_is_read(world: World) -> None:
+    run_id, token = await world.start()
+    async with world.client("op") as c:
+        r = await c.post(
+            f"/api/runs/{run_id}/revise",
+            json={"spec_version": "v2", "patch": {"budgets": {"tool_calls": 50}}, "reason": "tighter"},
+        )
+        assert r.status_code == 200, r.text
+    async with worker(world, token) as c:
+        for name, arguments in (
+            ("warrant_checkpoint", {"expected_version": 0}),
+            ("warrant_milestone", {"milestone_id": "inventory"}),
+            ("warrant_complete", {"summary": "done"}),
+        ):
+            _, body, _ = await call(c, name, arguments)
+            assert body["error"]["code"] == "spec_version_mismatch", name
+        await call(c, "warrant_status", {})
+        err, body, _ = await call(c, "warrant_checkpoint", {"expected_version": 0})
+        assert not err and body["checkpoint"]["version"] == 1
+
+
+async def test_a_denied_review_fails_the_milestone_and_a_new_submission_supersedes_the_old_review(
+    world: World,
+) -> None:
+    run_id, token = await world.start()
+    comparison = world.artifact("comparison.md", b"# a beats b\n")
+    submit = {"milestone_id": "comparison", "evidence": {"artifacts": [comparison]}}
+    async with worker(world, token) as c:
+        _, body, _ = await call(c, "warrant_milestone", submit)
+        first = body["milestone"]["review_approval_id"]
+        _, body, _ = await call(c, "warrant_milestone", submit)
+        second = body["milestone"]["review_approval_id"]
+    assert first != second
+    async with world.client("rev") as c:
+        assert (await c.get(f"/api/approvals/{first}")).json()["status"] == "superseded"
+        r = await c.post(f"/api/approvals/{first}/approve", json={})
+        assert r.status_code == 409 and r.json()["error"]["code"] == "approval_not_pending"
+        r = await c.post(f"/api/approvals/{second}/deny", json={"note": "no sources"})
+        assert r.status_code == 200, r.text
+    async with world.client("op") as c:
+        recovery = (await c.get(f"/api/runs/{run_id}/recovery")).json()
+    item = next(m for m in recovery["milestones"]["items"] if m["milestone_id"] == "comparison")
+    assert item["status"] == "failed"
+    assert any("no sources" in reason for reason in item["reasons"])
+
+
+async def test_a_pending_review_does_not_make_a_resumed_run_wait(world: World) -> None:
+    run_id, token = await world.start()
+    comparison = world.artifact("comparison.md", b"# a beats b\n")
+    async with worker(world, token) as c:
+        _, body, _ = await call(
+            c, "warrant_milestone", {"milestone_id": "comparison", "evidence": {"artifacts": [comparison]}}
+        )
+        assert body["milestone"]["status"] == "pending_review"
+    async with world.client("op") as c:
+        await c.post(f"/api/runs/{run_id}/pause", json={})
+        resumed = (await c.post(f"/api/runs/{run_id}/resume", json={})).json()
+    assert resumed["status"] == "running"
+
+
+async def test_a_pending_review_does_not_keep_a_run_waiting_once_its_tool_approval_is_decided(world: World) -> None:
+    run_id, token = await world.start(approvals=[{"tool": "shop__charge", "role": "approver"}])
+    comparison = world.artifact("comparison.md", b"# a beats b\n")
+    async with worker(world, token) as c:
+        await call(c, "warrant_milestone", {"milestone_id": "comparison", "evidence": {"artifacts": [comparison]}})
+        _, body, _ = await call(c, "shop__charge", {"card": "ok"})
+        assert body["error"]["code"] == "approval_required"
+        approval_id = body["error"]["approval_id"]
+    async with world.client("op") as c:
+        assert (await c.get(f"/api/runs/{run_id}")).json()["status"] == "waiting"
+    async with world.client("appr") as c:
+        assert (await c.post(f"/api/approvals/{approval_id}/approve", json={})).status_code == 200
+    async with world.client("op") as c:
+        assert (await c.get(f"/api/runs/{run_id}")).json()["status"] == "running"
