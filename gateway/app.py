@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gateway import tracing
+from gateway import failpoints, tracing
 from gateway.adapters.base import Adapter
 from gateway.api.keys import routes as key_routes
 from gateway.api.lineage import routes as lineage_routes
@@ -91,6 +91,10 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        failpoints.configure(
+            {name: failpoints.Failpoint(name, e.action, e.tool, e.skip) for name, e in settings.failpoints.items()},
+            settings.sabotage,
+        )
         async with (
             open_store(settings.database, clock=clock, ledger_key=settings.ledger_key) as store,
             running(server),

@@ -12,6 +12,7 @@
     warrant events tail R [--from SEQ] [--no-follow]                    (the same)
     warrant recovery RUN | actions acknowledge|resolve ACTION
     warrant adapters import-openapi SPEC --name N [--base-url URL] [--out FILE [--force]]
+    warrant drill [--case C] [--mode M] [--sabotage S] [--json FILE]   (the failure drill: cli_drill.py)
     warrant version
 
 The operator commands (tools, keys, runs, leases, approvals, events, ledger export) talk to a
@@ -30,6 +31,7 @@ import sys
 from gateway import __version__
 from gateway.cli_adapters import add_commands as add_adapter_commands
 from gateway.cli_approvals import add_commands as add_approval_commands
+from gateway.cli_drill import add_commands as add_drill_commands
 from gateway.cli_events import add_commands as add_event_commands
 from gateway.cli_keys import add_commands as add_key_commands
 from gateway.cli_ledger import add_commands as add_ledger_commands
@@ -119,6 +121,7 @@ def parser() -> argparse.ArgumentParser:
     add_approval_commands(sub)
     add_event_commands(sub)
     add_adapter_commands(sub)
+    add_drill_commands(sub)
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=lambda _args: print(__version__) or 0)
     return root

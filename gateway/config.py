@@ -100,6 +100,23 @@ class ArtifactLimits(BaseModel):
         return str(value)
 
 
+class FailpointEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    action: Literal["kill", "hang"] = "kill"
+    tool: str | None = Field(default=None, min_length=1)
+    skip: int = Field(default=0, ge=0)
+
+
+class DrillEntry(BaseModel):
+    """`drill:` the failure drill's own switches (gateway/failpoints.py); never in a deployment."""
+
+    model_config = ConfigDict(extra="forbid")
+    failpoints: dict[
+        Literal["after_admit", "after_dispatch", "before_settle", "inside_settle", "during_resume"], FailpointEntry
+    ] = {}
+    sabotage: list[Literal["fencing", "budget", "idempotency", "approval"]] = []
+
+
 class ConfigFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     database: str = "sqlite:///warrant.db"
@@ -115,6 +132,7 @@ class ConfigFile(BaseModel):
     artifact_hosts: list[str] = []
     artifact_limits: ArtifactLimits = ArtifactLimits()
     validators: dict[str, str] = {}
+    drill: DrillEntry = DrillEntry()
 
     @field_validator("artifact_hosts")
     @classmethod
@@ -198,6 +216,9 @@ class Settings:
     artifacts: ArtifactSettings = ArtifactSettings()
     # Milestone validators by name (`validators:` in warrant.yaml), imported at start-up.
     validators: Mapping[str, Validator] = field(default_factory=dict)
+    # The failure drill's failpoints and sabotaged safeguards (gateway/failpoints.py); empty: off.
+    failpoints: Mapping[str, FailpointEntry] = field(default_factory=dict)
+    sabotage: tuple[str, ...] = ()
 
 
 def find_config(explicit: str | None) -> Path:
@@ -265,6 +286,8 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         watchdog=watchdog,
         artifacts=artifacts,
         validators=validators,
+        failpoints={str(name): entry for name, entry in raw.drill.failpoints.items()},
+        sabotage=tuple(raw.drill.sabotage),
     )
 
 

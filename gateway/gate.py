@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gateway import tracing
+from gateway import failpoints, tracing
 from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
 from gateway.canonical import payload_sha256
 from gateway.catalog import Catalog, ToolSpec
@@ -38,6 +38,7 @@ from gateway.domain.operations import (
 )
 from gateway.domain.units import format_money, parse_duration
 from gateway.errors import Refusal, Unauthenticated, WarrantError
+from gateway.ids import new_id
 from gateway.metrics import Metrics
 from gateway.policy.engine import approval_rule, authority_refusal
 from gateway.store.base import Admitted, Held, Refused, Stale, Store
@@ -173,6 +174,9 @@ class Gate:
         self, token: str | None, tool: str, arguments: Any, meta: Mapping[str, Any] | None
     ) -> CallResult:
         info = await self._identify(token)
+        if failpoints.sabotaged("fencing"):  # the drill's negative control: any epoch passes as current
+            fresh = await self._fresh(info)
+            info = TokenInfo(fresh.run, fresh.run.epoch, fresh.worker, fresh.granted_by, fresh.token_hash)
         tracing.tag_run(info.run.run_id, info.run.tenant)
         try:
             digest = payload_sha256(arguments)
@@ -228,9 +232,11 @@ class Gate:
         operation_id: str | None = None
         if spec.is_write:
             operation_id = client_operation_id or derive_operation_id(run.lineage_id, tool, digest)
+            if failpoints.sabotaged("idempotency"):  # the drill's negative control: every call is new
+                operation_id = new_id("sab")
         facts = CallFacts(epoch=info.epoch, is_write=spec.is_write, reservation=spec.reservation())
         approval_id: str | None = None
-        rule = approval_rule(tool, spec, terms, arguments)
+        rule = None if failpoints.sabotaged("approval") else approval_rule(tool, spec, terms, arguments)
         if rule is not None:
             # The approval path reads the run first: a dead lease is refused before any replay,
             # and no approval is requested for a call the run could not admit anyway.
@@ -255,7 +261,11 @@ class Gate:
             payload=arguments,
             payload_sha256=digest,
             operation_id=operation_id,
-            idempotency_key=idempotency_key(run.tenant, run.lineage_id, operation_id) if operation_id else None,
+            idempotency_key=(
+                idempotency_key(run.tenant, run.lineage_id, operation_id)
+                if operation_id and not failpoints.sabotaged("idempotency")
+                else None
+            ),
             epoch=info.epoch,
             worker=info.worker,
             process_id=self.store.process_id,
@@ -385,6 +395,7 @@ class Gate:
         action = admitted.action
         # The dispatch runs in its own task: a client that goes away does not cancel a write in
         # flight (its outcome must be recorded); only a hard cancel of the run does.
+        failpoints.hit("after_admit", spec.name)
         started: list[bool] = []
         task = asyncio.create_task(self._dispatch(spec, admitted, arguments, started))
         in_flight = self._in_flight[action.run_id]
@@ -439,11 +450,13 @@ class Gate:
         except Exception:
             log.exception("adapter %s raised on %s", spec.adapter.name, spec.name)
             outcome = _uncertain(spec, "upstream_failed", "the adapter failed unexpectedly")
+        failpoints.hit("after_dispatch", spec.name)
         return await self._settle(spec, admitted, outcome)
 
     async def _settle(self, spec: ToolSpec, admitted: Admitted, outcome: Outcome) -> CallResult:
         action = admitted.action
         settlement = _settlement(spec, outcome, admitted.currency)
+        failpoints.hit("before_settle", spec.name)
         self.metrics.observe_call(spec.name, outcome.kind.value)
         if spec.is_write:
             settled = await self.store.settle(action.action_id, settlement)

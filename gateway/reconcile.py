@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from gateway import failpoints
 from gateway.adapters.base import CallRequest, OutcomeKind
 from gateway.catalog import Catalog
 from gateway.domain.lifecycle import ActionStatus
@@ -53,6 +54,7 @@ async def reconcile_action(store: Store, catalog: Catalog, action: ActionRecord,
         return None
     if outcome is None or outcome.kind is OutcomeKind.UNKNOWN:
         return None
+    failpoints.hit("during_resume", action.tool)  # proved, not yet recorded
     if outcome.kind is OutcomeKind.SUCCEEDED:
         settlement = Settlement(
             kind=SettleKind.SUCCEEDED,

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from gateway import failpoints
 from gateway.domain import lifecycle
 from gateway.domain.admission import CallFacts, RunSnapshot, call_refusal, lease_refusal
 from gateway.domain.lifecycle import ActionStatus, RunStatus
@@ -68,6 +69,8 @@ class GateOps(SQLiteBase):
                     return Held(action_from_row(holder))
             if refusal is None:
                 refusal = call_refusal(run, facts, now)
+                if refusal is not None and refusal.code == "budget_exhausted" and failpoints.sabotaged("budget"):
+                    refusal = None  # the drill's negative control: the limits are not enforced
             if refusal is None and intent.approval_id is not None:
                 refusal = self._check_approval(conn, intent, run, now)
             if refusal is not None:
@@ -370,6 +373,7 @@ class GateOps(SQLiteBase):
             returning = " RETURNING *" if want_run else ""
             after = conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?{returning}", (*params, run_id)).fetchone()
             run = run_from_row(after) if want_run else None
+            failpoints.hit("inside_settle", updated.tool)  # written, not committed
             return SettleResult(updated, run, overrun=overrun, after_cancel=after_cancel)
 
         return tx
