@@ -1,3 +1,26 @@
-"""The drill's cases, registered on import (gateway/drill/case.py REGISTRY), in DRILL.md's order."""
+"""The drill's cases: every module of this package registers its cases on import
+(gateway/drill/case.py `REGISTRY`); `ORDER` puts them in DRILL.md's order."""
 
-from gateway.drill.cases import crash  # noqa: F401
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+ORDER = (
+    "crash",
+    "lease",
+    "authority",
+    "cancel",
+    "budget",
+    "payload",
+    "duplicate",
+    "results",
+    "approval_restart",
+    "completion",
+    "hang",
+    "watchdog",
+)
+
+_present = {m.name for m in pkgutil.iter_modules(__path__) if m.name != "common"}
+for _name in (*(n for n in ORDER if n in _present), *sorted(_present - set(ORDER))):
+    importlib.import_module(f"{__name__}.{_name}")
