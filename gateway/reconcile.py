@@ -12,6 +12,7 @@ from gateway import failpoints
 from gateway.adapters.base import CallRequest, OutcomeKind
 from gateway.catalog import Catalog
 from gateway.domain.lifecycle import ActionStatus
+from gateway.errors import Conflict
 from gateway.store.base import Store
 from gateway.store.records import ActionRecord, SettleKind, Settlement
 
@@ -72,5 +73,13 @@ async def reconcile_action(store: Store, catalog: Catalog, action: ActionRecord,
             code=outcome.code,
             reason="reconciled: the destination confirms it did not happen",
         )
-    result = await store.settle(action.action_id, settlement)
+    try:
+        result = await store.settle(action.action_id, settlement)
+    except Conflict as exc:
+        if exc.code != "invalid_transition":
+            raise
+        # Another reconciler (the watchdog, a resume, another replica) settled it since we read
+        # it: its record stands, and this pass has nothing to add (nor a reason to fail).
+        log.info("%s was settled by another reconciler meanwhile: %s", action.action_id, exc.message)
+        return None
     return result.action

@@ -16,7 +16,7 @@ from gateway.domain.contract import parse_contract
 from gateway.domain.lifecycle import ActionStatus
 from gateway.gate import Gate
 from gateway.policy.model import ToolPolicy
-from gateway.reconcile import reconcile_run
+from gateway.reconcile import reconcile_action, reconcile_run
 from gateway.store.base import Store
 from tests.adapters.http_world import mocked_crm
 from tests.harness import OPS, TENANT, WAIT, Backend, contract
@@ -77,3 +77,16 @@ async def test_a_lookup_naming_the_object_settles_an_unknown_write_as_succeeded(
     settled = await reconcile_run(crm.store, crm.catalog, TENANT, crm.run_id, crm.clock.now())
     assert [(a.action_id, a.status) for a in settled] == [(action_id, ActionStatus.SUCCEEDED)]
     assert settled[0].receipt is not None and settled[0].receipt["id"] == "c-1"
+
+
+async def test_an_action_another_reconciler_settled_first_is_left_as_it_was_recorded(crm: Gateway) -> None:
+    # Resume and the watchdog both list the run's unknown actions, then look each up: the slower of
+    # the two finds it settled already. That is no failure of the resume; the first record stands.
+    action_id = await _unknown_write(crm)
+    stale = await crm.store.get_action(TENANT, action_id)
+    crm.router.get(url__regex=r"/contacts/by-key/wk_.+").respond(200, json={"id": "c-1"})
+    settled = await reconcile_run(crm.store, crm.catalog, TENANT, crm.run_id, crm.clock.now())
+    assert [a.status for a in settled] == [ActionStatus.SUCCEEDED]
+    assert await reconcile_action(crm.store, crm.catalog, stale, crm.clock.now()) is None
+    again = await crm.store.get_action(TENANT, action_id)
+    assert again.status is ActionStatus.SUCCEEDED and again.receipt == settled[0].receipt
