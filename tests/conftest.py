@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from gateway.clock import ManualClock
 from tests.harness import Backend, SQLiteBackend, World, open_world
+from tests.harness_postgres import PostgresBackend, ensure_database
 
 
 @pytest.fixture
@@ -16,11 +17,20 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(scope="session")
+def postgres_session() -> Iterator[PostgresBackend]:
+    """The session's migrated schema on the local PostgreSQL server (tests/harness_postgres.py)."""
+    yield from PostgresBackend.session(ensure_database())
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    # A PostgreSQL backend joins here: a fresh database per test, and its own tampering access.
-    assert request.param == "sqlite"
-    return SQLiteBackend(tmp_path / "warrant.db")
+    """Each store contract test runs on both back ends: a fresh SQLite file, or an emptied schema."""
+    if request.param == "sqlite":
+        return SQLiteBackend(tmp_path / "warrant.db")
+    postgres: PostgresBackend = request.getfixturevalue("postgres_session")
+    postgres.clear()
+    return postgres
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import contextlib
 import os
 import socket
 import sqlite3
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,9 +51,10 @@ class SQLiteBase:
         self._clock = clock
         self._key = ledger_key
         self._process_id = process_id or default_process_id()
-        # Chains a transaction holds open (database thread only): `_event` appends to them, and
-        # their holder writes the head with its own update of the run row.
-        self._chains: dict[str, Chain] = {}
+        # Chains a transaction holds open: `_event` appends to them, and their holder writes the
+        # head with its own update of the run row. Per thread: a transaction runs wholly on one
+        # thread, and the PostgreSQL store runs several at once (postgres_db.py).
+        self._held = HeldChains()
         self._bodies = KnownBodies()
 
     @property
@@ -67,7 +69,7 @@ class SQLiteBase:
 
     # -- helpers (database thread) ---------------------------------------------------------
     def _event(self, conn: Conn, run_id: str, type_: str, now: float, **data: Any) -> None:
-        chain = self._chains.get(run_id)
+        chain = self._held.chains.get(run_id)
         if chain is not None:
             chain.append(conn, type_, now, data)
         else:
@@ -76,12 +78,13 @@ class SQLiteBase:
     @contextlib.contextmanager
     def _holding(self, chain: Chain) -> Iterator[Chain]:
         """Route this run's entries to `chain` until the block ends; the block writes its head."""
-        assert chain.run_id not in self._chains, "one holder per run's chain"
-        self._chains[chain.run_id] = chain
+        held = self._held.chains
+        assert chain.run_id not in held, "one holder per run's chain"
+        held[chain.run_id] = chain
         try:
             yield chain
         finally:
-            del self._chains[chain.run_id]
+            del held[chain.run_id]
 
     def _run_state(self, conn: Conn, run_id: str, now: float) -> RunState:
         """The run as gate step 6 decides on it, expired first when its deadline has passed."""
@@ -288,13 +291,20 @@ def wire_reservation(reserved: dict[str, int], currency: str) -> dict[str, Any]:
     }
 
 
+class HeldChains(threading.local):
+    """The chains held open by the transaction running on this thread, by run id."""
+
+    def __init__(self) -> None:
+        self.chains: dict[str, Chain] = {}
+
+
 class KnownBodies:
     """Payload hashes whose bodies this process has seen committed: a hint, never a check.
 
     A read whose payload body is known to be stored already skips encoding and inserting it again.
     Bounded (oldest forgotten first) and filled only after a commit, on the event loop. A hash
     wrongly remembered can only cost a body, never a decision: nothing decides on it, and the
-    insert it skips is `INSERT OR IGNORE`. Whatever purges bodies must `forget` them here.
+    insert it skips is `ON CONFLICT DO NOTHING`. Whatever purges bodies must `forget` them here.
     """
 
     def __init__(self, size: int = 4096) -> None:

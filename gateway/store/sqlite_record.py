@@ -108,8 +108,8 @@ class RecordOps(SQLiteBase):
             conn.execute("INSERT INTO tool_pin_adapters (adapter, first_pinned_at) VALUES (?, ?)", (adapter, now))
             for pin in pins:
                 conn.execute(
-                    "INSERT OR IGNORE INTO tool_pins (tool, adapter, definition_sha256, definition, pinned_by, "
-                    "pinned_at, previous_sha256) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                    "INSERT INTO tool_pins (tool, adapter, definition_sha256, definition, pinned_by, "
+                    "pinned_at, previous_sha256) VALUES (?, ?, ?, ?, ?, ?, NULL) ON CONFLICT DO NOTHING",
                     (pin.tool, adapter, pin.definition_sha256, _definition_json(pin), "first_use", now),
                 )
             return True

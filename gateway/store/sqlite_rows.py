@@ -282,7 +282,9 @@ def append_event(
 def put_blob(conn: sqlite3.Connection, value: Any, at: float) -> str:
     body = canonical_json(value)
     digest = sha256_hex(body)
-    conn.execute("INSERT OR IGNORE INTO blobs (sha256, body, created_at) VALUES (?, ?, ?)", (digest, body, at))
+    conn.execute(
+        "INSERT INTO blobs (sha256, body, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", (digest, body, at)
+    )
     return digest
 
 

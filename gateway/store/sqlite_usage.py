@@ -19,11 +19,12 @@ from gateway.store.sqlite_rows import run_from_row
 
 _CHARGE_COLUMNS = "charge_id, run_id, kind, tag, amount, note, ref, principal, created_at"
 # The ledger entries a report reads: status changes, approvals, ended children and actions settled
-# after `unknown`.
+# after `unknown` (`_fact` keeps only those of the settles: JSON is read in Python, the same on
+# both back ends).
 _FACTS = (
     "SELECT type, at, body FROM events WHERE run_id = ? AND (type LIKE 'run\\_%' ESCAPE '\\' "
-    "OR type IN ('approval_requested', 'approval_approved', 'approval_denied', 'child_ended') "
-    "OR (type = 'action_settled' AND json_extract(body, '$.data.previous') = 'unknown')) ORDER BY seq"
+    "OR type IN ('approval_requested', 'approval_approved', 'approval_denied', 'child_ended', 'action_settled')) "
+    "ORDER BY seq"
 )
 
 
@@ -127,6 +128,7 @@ class UsageOps(SQLiteBase):
                 (run_id,),
             ).fetchall()
             facts = [Fact(r["type"], r["at"], json.loads(r["body"])["data"]) for r in conn.execute(_FACTS, (run_id,))]
+            facts = [f for f in facts if f.type != "action_settled" or f.data.get("previous") == "unknown"]
             return ReportInputs(
                 run=run_from_row(row).snapshot(),
                 charges=[_charge(c) for c in charges],

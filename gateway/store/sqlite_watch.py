@@ -95,8 +95,7 @@ class WatchOps(SQLiteBase):
         def read(conn: Conn) -> WatchState:
             now = self._clock.now()
             rows = conn.execute(
-                f"SELECT *, json_extract(contract, '$.progress_expectation') AS expectation FROM runs "
-                f"WHERE {_LIVE} ORDER BY seq LIMIT ?",
+                f"SELECT * FROM runs WHERE {_LIVE} ORDER BY seq LIMIT ?",
                 (limit,),
             ).fetchall()
             pending: dict[str, list[PendingApproval]] = {}
@@ -123,7 +122,7 @@ class WatchOps(SQLiteBase):
     @staticmethod
     def _watch(row: sqlite3.Row, now: float, approvals: tuple[PendingApproval, ...]) -> RunWatch:
         run = run_from_row(row)
-        expectation = row["expectation"]
+        expectation = run.contract.get("progress_expectation")  # JSON read in Python: the same on both back ends
         return RunWatch(
             run_id=run.run_id,
             tenant=run.tenant,
@@ -147,8 +146,8 @@ class WatchOps(SQLiteBase):
                 alert = draft.alert
                 alert_id = new_id("alr")
                 inserted = conn.execute(
-                    "INSERT OR IGNORE INTO watch_alerts (alert_id, run_id, tenant, kind, episode, at, data, raised_by) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO watch_alerts (alert_id, run_id, tenant, kind, episode, at, data, raised_by) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (
                         alert_id,
                         alert.run_id,

@@ -1,0 +1,143 @@
+"""What only the PostgreSQL store has: its migrations, its statement translation, its retries, and
+several stores (replicas) on one database. The contract itself runs on both back ends (the
+`backend` fixture); these are the PostgreSQL side's own."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from importlib import resources
+
+import psycopg
+import pytest
+
+from gateway.clock import ManualClock
+from gateway.domain.contract import parse_contract
+from gateway.errors import StoreError
+from gateway.gate import Gate
+from gateway.store import postgres_db, sqlite_db
+from gateway.store.factory import open_store, serving
+from gateway.store.postgres import PostgresStore
+from gateway.store.postgres_db import Row, pending_migrations, sql
+from tests.harness import LEDGER_KEY, OPS, Tools, code_of, contract
+from tests.harness_postgres import PostgresBackend, ensure_database
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def fresh() -> Iterator[PostgresBackend]:
+    """A schema of its own, not migrated yet."""
+    yield from PostgresBackend.session(ensure_database())
+
+
+def _versions(dialect: str) -> list[str]:
+    folder = resources.files("gateway.store") / "migrations" / dialect
+    return sorted(entry.name for entry in folder.iterdir() if entry.name.endswith(".sql"))
+
+
+def test_every_sqlite_migration_has_its_postgres_twin_of_the_same_number_and_name() -> None:
+    assert _versions("postgres") == _versions("sqlite")
+    assert postgres_db.SCHEMA_VERSION == sqlite_db.SCHEMA_VERSION
+
+
+def test_placeholders_become_psycopgs_and_percent_signs_are_escaped_outside_and_inside_literals() -> None:
+    statement = "SELECT * FROM events WHERE type LIKE 'run\\_%' ESCAPE '\\' AND run_id = ? AND note = '?'"
+    expected = b"SELECT * FROM events WHERE type LIKE 'run\\_%%' ESCAPE '\\' AND run_id = %s AND note = '?'"
+    assert sql(statement) == expected
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSERT OR IGNORE INTO blobs (sha256) VALUES (?)",
+        "INSERT OR REPLACE INTO blobs (sha256) VALUES (?)",
+        "SELECT json_extract(contract, '$.x') FROM runs",
+        "SELECT strftime('%s', 'now')",
+        "SELECT rowid FROM runs",
+        "PRAGMA foreign_keys=ON",
+        "SELECT IFNULL(note, '') FROM approvals",
+    ],
+)
+def test_a_sqlite_only_statement_is_refused_loudly_not_approximated(statement: str) -> None:
+    with pytest.raises(StoreError):
+        sql(statement)
+
+
+def test_a_sqlite_only_word_inside_a_literal_is_only_text() -> None:
+    statement = "SELECT 1 FROM events WHERE body = 'PRAGMA rowid'"
+    assert sql(statement) == statement.encode()
+
+
+def test_rows_read_by_name_by_position_and_by_slice() -> None:
+    from gateway.store.postgres_db import _row_class
+
+    row = _row_class(("a", "b", "a"))((1, 2, 3))
+    assert isinstance(row, Row)
+    assert (row["a"], row["b"], row[2], row[1:], list(row.keys())) == (1, 2, 3, (2, 3), ["a", "b"])
+
+
+def test_pending_migrations_refuse_a_newer_store_and_a_gap() -> None:
+    assert pending_migrations({1, 2}, [1, 2, 3, 4], where="db") == [3, 4]
+    with pytest.raises(StoreError):
+        pending_migrations({1, 2, 9}, [1, 2, 3], where="db")
+    with pytest.raises(StoreError):
+        pending_migrations({1, 3}, [1, 2, 3], where="db")
+
+
+async def test_a_store_refuses_to_open_on_a_schema_newer_than_this_gateway(fresh: PostgresBackend) -> None:
+    store = fresh.store(ManualClock())
+    await store.open()
+    await store.close()
+    with psycopg.connect(fresh.url, autocommit=True) as conn:
+        conn.execute("INSERT INTO schema_migrations VALUES (%s, 0)", (postgres_db.SCHEMA_VERSION + 1,))
+    with pytest.raises(StoreError):
+        await fresh.store(ManualClock()).open()
+
+
+async def test_two_stores_starting_at_once_apply_each_migration_once(fresh: PostgresBackend) -> None:
+    stores = [fresh.store(ManualClock()) for _ in range(3)]
+    await asyncio.gather(*(store.open() for store in stores))
+    for store in stores:
+        await store.close()
+    with psycopg.connect(fresh.url) as conn:
+        versions = [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+    assert versions == list(range(1, postgres_db.SCHEMA_VERSION + 1))
+
+
+async def test_an_unreachable_server_is_a_store_error_naming_no_password() -> None:
+    store = PostgresStore("postgresql://warrant:secret@127.0.0.1:1/none", clock=ManualClock(), ledger_key=LEDGER_KEY)
+    with pytest.raises(StoreError) as refused:
+        await asyncio.wait_for(store.open(), 30)
+    assert "secret" not in str(refused.value)
+
+
+async def test_the_factory_opens_postgresql_urls_and_serving_takes_no_file_lock(fresh: PostgresBackend) -> None:
+    with serving(fresh.url), serving(fresh.url):  # several replicas: no lock to hold
+        async with open_store(fresh.url, clock=ManualClock(), ledger_key=LEDGER_KEY) as store:
+            assert isinstance(store, PostgresStore)
+            assert (await store.health())["store"]["status"] == "ok"
+
+
+async def test_replicas_on_one_database_admit_exactly_the_budget_of_concurrent_writes(fresh: PostgresBackend) -> None:
+    """Two stores, each with its own pool (two replicas' worth), 40 writes for a budget of 10."""
+    clock = ManualClock()
+    replicas = [fresh.store(clock, process_id=f"replica-{i}") for i in range(2)]
+    for store in replicas:
+        await store.open()
+    try:
+        tools = Tools()
+        gates = [Gate(store, tools.catalog(), clock) for store in replicas]
+        run = await replicas[0].create_run(OPS, parse_contract(contract(budgets={"writes": 10})))
+        token = (await replicas[0].acquire_lease(OPS, run.run_id, "worker-1", takeover=False)).token
+        calls = [gates[i % 2].call(token, "t__write", {"text": f"note {i}"}, None) for i in range(40)]
+        results = await asyncio.wait_for(asyncio.gather(*calls), 60)
+        codes = [code_of(result) for result in results]
+        assert codes.count(None) == 10
+        assert set(codes) == {None, "budget_exhausted"}
+        assert len(tools.effects) == 10
+        final = await replicas[1].get_run(run.tenant, run.run_id)
+        assert final.spent["writes"] == 10 and final.reserved["writes"] == 0
+    finally:
+        for store in replicas:
+            await store.close()
