@@ -1,0 +1,210 @@
+"""5. Budget exhaustion under concurrency.
+
+A run whose contract admits ten writes; fifty concurrent crm__create_contact calls, each its own
+MCP SDK client with its own payload and operation id. Judged from the CRM's rows and the run's
+actions and budgets: exactly ten admitted (ten rows, ten succeeded actions, each receipt a row of
+its own), the other forty refused `budget_exhausted` naming `writes`; the run's spent equals the
+sum of its actions' actual_spend and nothing stays reserved once every write has settled.
+
+Restart mode: the first twenty-five calls against a gateway armed to die inside the sixth settle
+transaction; after the restart, before any reconcile is asked for, every orphaned write is
+`unknown` and still holds its reservation (reserved = what the admitted-or-unknown actions hold)
+and a new call cannot get past them; resume reconciles the unknowns with the CRM; then the other
+twenty-five calls. Never more than ten in effect (succeeded or unknown), never a row past ten.
+
+Two replicas on one store (PostgreSQL) are a case of their own, skipped until that issue lands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from decimal import Decimal
+from typing import Any
+
+from gateway.drill.case import Findings, Mode, case
+from gateway.drill.cases.common import pause_and_resume
+from gateway.drill.world import CONTRACT, TOOL_TIMEOUT, Agent, Reply, World
+
+TOOL = "crm__create_contact"
+WRITES = 10  # what the contract admits
+CALLS = 50
+BOUND = 60.0  # seconds: the bound on each call (fifty SDK clients on a small machine)
+IN_EFFECT = ("succeeded", "unknown")  # actions whose side effect happened or may have
+
+
+def budgets(writes: int = WRITES) -> dict[str, Any]:
+    return {**CONTRACT["budgets"], "writes": writes}
+
+
+def email(mode: Mode, i: int) -> str:
+    return f"budget-{mode}-{i:02d}@leads.example"
+
+
+async def fire(agent: Agent, mode: Mode, calls: range) -> tuple[dict[int, Reply], float]:
+    """These calls at once, each with its own payload and operation id; the replies and the seconds."""
+    started = time.monotonic()
+    replies = await asyncio.gather(
+        *(
+            agent.call(TOOL, {"email": email(mode, i), "name": f"Lead {i}"}, operation_id=f"budget-{i}", bound=BOUND)
+            for i in calls
+        )
+    )
+    return dict(zip(calls, replies, strict=True)), time.monotonic() - started
+
+
+def money(value: Any) -> Decimal:
+    return Decimal(str(value)) if value is not None else Decimal(0)
+
+
+def rows(world: World, mode: Mode) -> list[dict[str, Any]]:
+    return world.crm.rows("contacts", "email LIKE ?", (f"budget-{mode}-%",))
+
+
+@case(
+    "budget-concurrency",
+    "5. Budget exhaustion under concurrency",
+    f"{CALLS} concurrent writes against writes: {WRITES}: exactly {WRITES} admitted ({WRITES} rows, {WRITES} "
+    "succeeded), the rest budget_exhausted; spent = sum of actual_spend, nothing left reserved; across a "
+    "restart too",
+    depends_on=("budget",),
+)
+async def budget_concurrency(world: World, mode: Mode, f: Findings) -> None:
+    if mode == "restart":
+        await across_restart(world, f)
+        return
+    await world.start_gateway()
+    run_id, agent = await world.start_run(budgets=budgets())
+    replies, seconds = await fire(agent, mode, range(CALLS))
+    codes = Counter(r.code or "ok" for r in replies.values())
+    f.saw(f"{CALLS} calls in {seconds:.1f} s: {dict(codes)}")
+    # A write the CRM did not answer within the tool timeout (a loaded machine) was admitted all the
+    # same: it is `unknown` until its lookup, and counts as admitted.
+    f.equal(codes["ok"] + codes["outcome_unknown"], WRITES, "calls admitted (answered ok or outcome_unknown)")
+    f.equal(codes["budget_exhausted"], CALLS - WRITES, "calls refused budget_exhausted")
+    others = sum(codes.values()) - codes["ok"] - codes["outcome_unknown"] - codes["budget_exhausted"]
+    f.equal(others, 0, f"calls answered otherwise ({dict(codes)})")
+    for reply in replies.values():
+        if reply.code == "budget_exhausted":
+            f.equal(reply.error.get("dimension"), "writes", "the dimension a refusal names")
+            break
+    await settle_unknowns(world, f, run_id)
+    actions = await world.actions(run_id)
+    await check_ledger(world, f, run_id, actions, mode)
+    admitted = {email(mode, i) for i, r in replies.items() if r.code in (None, "outcome_unknown")}
+    f.equal({r["email"] for r in rows(world, mode)}, admitted, "the CRM's contacts against the calls admitted")
+
+
+async def across_restart(world: World, f: Findings) -> None:
+    mode: Mode = "restart"
+    half = CALLS // 2
+    # Dies inside the sixth settle transaction of the tool: five writes recorded, the rest in flight.
+    await world.start_gateway({"inside_settle": {"tool": TOOL, "skip": 5}})
+    run_id, agent = await world.start_run(budgets=budgets())
+    first, seconds = await fire(agent, mode, range(half))
+    died = await world.died_at("inside_settle", wait=BOUND)
+    f.expect(died, "the gateway did not die at inside_settle")
+    codes = Counter(r.code or "ok" for r in first.values())
+    f.saw(f"{half} calls in {seconds:.1f} s: {dict(codes)}, SIGKILL inside settle: {died}")
+    # The CRM is down while the gateway comes back: no lookup (the watchdog's neither) can settle
+    # an orphan yet, so what the restarted gateway holds for them is there to be seen.
+    await world.crm.stop()
+    await world.start_gateway()
+
+    # Before any reconcile can prove anything: orphans are unknown and hold their reservation.
+    actions, run = await snapshot(world, run_id)
+    states = Counter(a["status"] for a in actions)
+    f.expect(states["admitted"] == 0, f"{states['admitted']} actions still admitted after the restart")
+    effect = sum(states[s] for s in (*IN_EFFECT, "admitted"))
+    f.expect(effect <= WRITES, f"{effect} writes in effect before the reconcile: more than {WRITES}")
+    writes = run["budgets"]["writes"]
+    held = sum(int(a["reserved"].get("writes", 0)) for a in actions if a["status"] in ("unknown", "admitted"))
+    f.equal(int(writes["reserved"]), held, "writes reserved after the restart (the unknown actions' reservations)")
+    f.equal(int(writes["spent"]), states["succeeded"], "writes spent after the restart (the succeeded actions)")
+    if effect == WRITES:
+        extra = await agent.call(TOOL, {"email": email(mode, 99), "name": "Past The Budget"}, bound=BOUND)
+        f.equal(extra.code, "budget_exhausted", "a new write while the unknown writes hold the rest of the budget")
+    f.saw(f"after restart: {dict(states)}, writes spent {writes['spent']} reserved {writes['reserved']}")
+
+    await world.crm.start()
+    found = await pause_and_resume(world, run_id)
+    reconciled = found.get("reconciliation", {}).get("actions", [])
+    second, seconds = await fire(agent, mode, range(half, CALLS))
+    codes = Counter(r.code or "ok" for r in second.values())
+    f.saw(f"resume reconciled {len(reconciled)}; the other {CALLS - half} in {seconds:.1f} s: {dict(codes)}")
+    others = sum(codes.values()) - codes["ok"] - codes["outcome_unknown"] - codes["budget_exhausted"]
+    f.equal(others, 0, f"calls answered otherwise ({dict(codes)})")
+    await settle_unknowns(world, f, run_id)
+    actions = await world.actions(run_id)
+    await check_ledger(world, f, run_id, actions, mode)
+
+
+async def settle_unknowns(world: World, f: Findings, run_id: str) -> None:
+    """Writes left `unknown` (no answer within the tool timeout) that the CRM can tell about: let a
+    tool timeout pass, so that its answer is final, and resume, which reconciles them."""
+    keyed = [a for a in await world.actions(run_id) if a["status"] == "unknown" and a["idempotency_key"]]
+    if keyed:
+        await asyncio.sleep(TOOL_TIMEOUT + 0.5)
+        found = await pause_and_resume(world, run_id)
+        settled = len(found.get("reconciliation", {}).get("actions", []))
+        f.saw(f"{len(keyed)} unknown after the calls, {settled} reconciled by a resume")
+
+
+async def snapshot(world: World, run_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The run's actions and the run as of one moment (a lookup may settle an action in between: the
+    watchdog's): read until the actions are the same before and after the run."""
+    for _ in range(10):
+        before = await world.actions(run_id)
+        run = await world.run(run_id)
+        after = await world.actions(run_id)
+        if [(a["action_id"], a["status"]) for a in before] == [(a["action_id"], a["status"]) for a in after]:
+            return after, run
+    return after, run
+
+
+async def check_ledger(world: World, f: Findings, run_id: str, actions: list[dict[str, Any]], mode: Mode) -> None:
+    """The actions, the run's budgets and the CRM's rows agree, and nothing overspent."""
+    writes = [a for a in actions if a["tool"] == TOOL]
+    states = Counter(a["status"] for a in writes)
+    in_effect = [a for a in writes if a["status"] in IN_EFFECT]
+    unknown = [a for a in writes if a["status"] == "unknown"]
+    f.equal(len(in_effect), WRITES, f"writes in effect (succeeded or unknown) of {dict(states)}")
+    for action in unknown:  # only where the CRM cannot tell: a write sent without a key has no lookup
+        f.expect(action["idempotency_key"] is None, f"{action['action_id']} is unknown though the CRM can tell")
+    refused = Counter(a["code"] for a in writes if a["status"] == "rejected")
+    f.expect(set(refused) <= {"budget_exhausted"}, f"writes refused otherwise: {dict(refused)}")
+
+    found = rows(world, mode)
+    f.expect(len(found) <= WRITES, f"{len(found)} contacts at the CRM: more than the {WRITES} the budget admits")
+    succeeded = [a for a in writes if a["status"] == "succeeded"]
+    ids = {r["id"] for r in found}
+    receipts = [(a.get("receipt") or {}).get("id") for a in succeeded]
+    f.expect(all(r in ids for r in receipts), "a succeeded write's receipt is no contact at the CRM")
+    f.equal(len(set(receipts)), len(succeeded), "distinct receipts of the succeeded writes")
+    f.expect(len(succeeded) <= len(found) <= len(succeeded) + len(unknown), "contacts at the CRM against the actions")
+
+    run = await world.run(run_id)
+    spend, count = run["budgets"]["spend"], run["budgets"]["writes"]
+    actual = sum((money(a["actual_spend"]) for a in actions), Decimal(0))
+    held = sum((money(a["reserved"].get("spend")) for a in actions if a["status"] == "unknown"), Decimal(0))
+    f.equal(money(spend["spent"]), actual, "the run's spent against the sum of its actions' actual_spend")
+    f.equal(money(spend["reserved"]), held, "spend still reserved (only unknown writes may hold any)")
+    f.equal(int(count["spent"]), len(succeeded), "writes spent")
+    f.equal(int(count["reserved"]), len(unknown), "writes reserved")
+    f.expect(int(count["spent"]) + int(count["reserved"]) <= WRITES, f"writes over the limit: {count}")
+    f.saw(f"{dict(states)}; {len(found)} contacts; spent {spend['spent']} = sum of actual_spend; writes {count}")
+
+
+@case(
+    "budget-two-replicas",
+    "5. Budget exhaustion under concurrency",
+    f"two gateway replicas on one PostgreSQL store, {CALLS} concurrent writes split between them against "
+    f"writes: {WRITES}: exactly {WRITES} admitted across both, {WRITES} rows, the rest budget_exhausted; one "
+    "replica SIGKILLed mid-way: only its own actions unknown, the other replica's settle",
+    depends_on=("budget",),
+    replicas=2,
+)
+async def budget_two_replicas(world: World, mode: Mode, f: Findings) -> None:
+    """Not run: the runner skips a case that needs two replicas until the PostgreSQL store lands."""
+    f.saw("needs two gateway replicas on one store (the PostgreSQL issue)")
