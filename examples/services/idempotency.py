@@ -196,12 +196,13 @@ def lookup_key(conn: sqlite3.Connection, key: str, now: float) -> bytes:
 # -- faults ---------------------------------------------------------------------------------------
 
 REFUSALS = {"rate_limit": (429, "rate_limited"), "unavailable": (503, "unavailable")}
+SPOILED = ("malformed", "partial", "contradictory")  # the work is done, its success answer spoiled
 FAULT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "method": {"type": "string", "minLength": 1, "description": "HTTP method, or * for any"},
         "path": {"type": "string", "pattern": "^/", "description": "a concrete path, matched as a prefix by segment"},
-        "mode": {"enum": ["delay", "die_after_commit", "error_after_commit", "rate_limit", "unavailable"]},
+        "mode": {"enum": ["delay", "die_after_commit", "error_after_commit", "rate_limit", "unavailable", *SPOILED]},
         "times": {"type": ["integer", "null"], "minimum": 1, "default": 1, "description": "null: until cleared"},
         "delay": {"type": "number", "minimum": 0, "default": 1.0},
         "retry_after": {"type": "integer", "minimum": 0, "default": 1},

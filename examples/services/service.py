@@ -12,7 +12,11 @@ Every endpoint but `/openapi.json` and `/_admin/*` runs through one pipeline:
     → the work: a write's effect and its key's stored response commit in ONE transaction; any
       error rolls the effect back and releases the key (see idempotency.py)
     → die_after_commit: the process ends at once (exit code 17) without answering;
-      error_after_commit: 500 although the work was committed.
+      error_after_commit: 500 although the work was committed;
+      malformed, partial, contradictory: the work is done (a write committed) and its success
+      status answered with a spoiled body (`spoil`): cut in half (not JSON), without its
+      top-level `id`, or saying `"status": "failed"` with an `error` object. Only the answer is
+      spoiled: a key's stored response (a replay's, `GET /by-key`'s) is the true one.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ from examples.services.idempotency import (
     KEYS_SCHEMA,
     MAX_KEY_LENGTH,
     REFUSALS,
+    REPLAYED_HEADER,
+    SPOILED,
     ApiError,
     Fault,
     Faults,
@@ -232,6 +238,8 @@ class Service:
             self.exit_process(DIE_EXIT_CODE)
         if fault is not None and fault.mode == "error_after_commit":
             return ApiError(500, "internal_error", "injected error after commit").response()
+        if fault is not None and fault.mode in SPOILED and 200 <= response.status_code < 300:
+            return spoil(fault.mode, response)
         return response
 
     async def _pause(self, fault: Fault | None) -> None:
@@ -278,6 +286,26 @@ class Service:
         except ApiError as exc:
             return exc.response()
         return json_response(201, asdict(fault))
+
+
+def spoil(mode: str, response: Response) -> Response:
+    """A success answer spoiled by a fault: `malformed` cuts the body in half (no longer JSON),
+    `partial` drops its top-level `id`, `contradictory` sets `"status": "failed"` and adds an
+    `error` object. The status and the `Idempotent-Replayed` header stay."""
+    content = bytes(response.body)
+    if mode == "malformed":
+        content = content[: len(content) // 2]
+    else:
+        body = json.loads(content)
+        if isinstance(body, dict):
+            if mode == "partial":
+                body.pop("id", None)
+            else:
+                body["status"] = "failed"
+                body["error"] = {"type": "internal_error", "message": "injected contradictory answer"}
+        content = render(body)
+    headers = {k: v for k, v in response.headers.items() if k.lower() == REPLAYED_HEADER.lower()}
+    return Response(content, response.status_code, headers, media_type="application/json")
 
 
 def _run_read(conn: sqlite3.Connection, endpoint: Endpoint, call: Call) -> bytes:

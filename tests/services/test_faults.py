@@ -100,3 +100,47 @@ async def test_the_admin_api_lists_faults_with_their_defaults_and_refuses_bad_on
         refused = await crm_svc.client.post("/_admin/faults", json=bad)
         assert refused.status_code == 400
         assert refused.json()["error"]["type"] == "invalid_request"
+
+
+async def test_malformed_commits_then_answers_its_success_status_with_half_a_body(crm_svc: Svc) -> None:
+    await crm_svc.fault(method="POST", path="/contacts", mode="malformed")
+    spoiled = await crm_svc.client.post("/contacts", json=ANA, headers=KEY)
+    assert spoiled.status_code == 201
+    with pytest.raises(ValueError):
+        spoiled.json()
+    assert crm_svc.count("contacts") == 1
+    stored = await crm_svc.client.get("/by-key/k1")  # the key keeps the true answer
+    assert stored.status_code == 200
+    assert spoiled.content == stored.content[: len(stored.content) // 2]
+    assert crm_svc.rows("SELECT id FROM contacts") == [(stored.json()["id"],)]
+
+
+async def test_partial_commits_then_answers_without_the_id(crm_svc: Svc) -> None:
+    await crm_svc.fault(method="POST", path="/contacts", mode="partial")
+    spoiled = await crm_svc.client.post("/contacts", json=ANA, headers=KEY)
+    assert spoiled.status_code == 201
+    assert "id" not in spoiled.json() and spoiled.json()["email"] == ANA["email"]
+    assert crm_svc.count("contacts") == 1
+    retried = await crm_svc.client.post("/contacts", json=ANA, headers=KEY)
+    assert retried.headers["Idempotent-Replayed"] == "true"
+    assert crm_svc.rows("SELECT id FROM contacts") == [(retried.json()["id"],)]
+
+
+async def test_contradictory_commits_then_answers_success_saying_failed(mail_svc: Svc) -> None:
+    message = {"to": "bo@acme.example", "subject": "Hi"}
+    await mail_svc.fault(method="POST", path="/messages", mode="contradictory")
+    spoiled = await mail_svc.client.post("/messages", json=message, headers=KEY)
+    assert spoiled.status_code == 201
+    body = spoiled.json()
+    assert body["status"] == "failed" and body["error"]["type"] == "internal_error"
+    assert mail_svc.rows("SELECT status FROM messages") == [("sent",)]
+    stored = (await mail_svc.client.get("/by-key/k1")).json()
+    assert stored["status"] == "sent" and stored["id"] == body["id"] and "error" not in stored
+
+
+async def test_a_spoiling_fault_spoils_a_read_and_passes_a_failure_through(crm_svc: Svc) -> None:
+    await crm_svc.fault(method="GET", path="/contacts", mode="malformed", times=2)
+    read = await crm_svc.client.get("/contacts")
+    assert read.status_code == 200 and read.content == b'{"item'
+    missing = await crm_svc.client.get("/contacts/ct_nope")  # a 404 is answered as it was
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found"
