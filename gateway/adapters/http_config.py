@@ -20,6 +20,8 @@
         timeout: 10                    # seconds; default: the adapter's `timeout`
         idempotency_header: Idempotency-Key  # the gateway's key for a write goes in this header
         receipt_id: id                 # response field naming the object; dotted for nesting: data.id
+        receipt_status: {field: status, succeeded: [sent]}  # a 2xx whose field is missing or another
+                                       # value contradicts itself: unknown (a write), upstream_failed (a read)
         lookup:                        # did a call with this key happen? (reconciliation of `unknown`)
           method: GET                  # GET (default) or POST
           path: /contacts/by-key/{idempotency_key}  # {idempotency_key} and/or argument placeholders
@@ -140,6 +142,21 @@ class CostConfig(BaseModel):
         return value
 
 
+class ReceiptStatusConfig(BaseModel):
+    """The response field that says how the destination's own work ended, and its values that mean
+    it succeeded: a 2xx saying anything else is contradictory, never a success."""
+
+    model_config = ConfigDict(extra="forbid")
+    field: str
+    succeeded: list[str | int] = Field(min_length=1)
+
+    @field_validator("field")
+    @classmethod
+    def _field(cls, value: str) -> str:
+        _check_dotted(value)
+        return value
+
+
 class HttpToolConfig(_Request):
     description: str = Field(min_length=1)
     method: Method
@@ -147,6 +164,7 @@ class HttpToolConfig(_Request):
     timeout: float | None = Field(None, gt=0, le=3600)
     idempotency_header: str | None = None
     receipt_id: str | None = None
+    receipt_status: ReceiptStatusConfig | None = None
     lookup: LookupConfig | None = None
     query: list[str] | None = None
     body: list[str] | None = None

@@ -8,6 +8,8 @@ gateway's idempotency key, so the destination can tell a repeat from a new reque
     2xx, JSON, receipt_id present          succeeded                     succeeded
     2xx, not JSON, receipt_id missing,     failed upstream_failed        unknown ("malformed response")
       or a body past the adapter's limit
+    2xx whose receipt_status field says    failed upstream_failed        unknown ("contradictory response")
+      other than succeeded (or is missing)
     204 / HEAD without receipt_id          succeeded (result null)       succeeded
     3xx (redirects are not followed)       failed upstream_failed        unknown
     401, 403                               failed upstream_unauthorized  failed upstream_unauthorized
@@ -132,9 +134,9 @@ def on_response(ex: Exchange, response: Answer, now: float) -> Outcome | Retry:
         result = success(ex, response)
         if isinstance(result, Outcome):
             return result
-        text = f"malformed response: {result} (HTTP {status} from {ex.adapter})"
+        text = f"{result.kind} response: {result.reason} (HTTP {status} from {ex.adapter})"
         if ex.write:
-            return unknown(text, {**receipt, "malformed": True})
+            return unknown(text, {**receipt, result.kind: True})
         return failed("upstream_failed", text, receipt)
     if status in (401, 403):
         return failed("upstream_unauthorized", _with_summary(ex, said, response), receipt)
@@ -172,28 +174,45 @@ def on_error(ex: Exchange, exc: httpx.HTTPError) -> Outcome | Retry:
     return Retry(failed("upstream_unavailable", f"no complete answer from {ex.adapter} ({kind})"))
 
 
-def success(ex: Exchange, response: Answer) -> Outcome | str:
-    """A 2xx answer as a success, or why it is malformed (a lookup uses it too)."""
+@dataclass(frozen=True)
+class Untrusted:
+    """Why a 2xx answer is not a success: `malformed` (unreadable, or without its receipt id) or
+    `contradictory` (its `receipt_status` field says the work did not succeed)."""
+
+    reason: str
+    kind: str = "malformed"
+
+
+def success(ex: Exchange, response: Answer) -> Outcome | Untrusted:
+    """A 2xx answer as a success, or why it cannot be one (a lookup uses it too)."""
     status = response.status
     digest = sha256_hex(response.body)
     if not response.complete:
-        return f"the body is larger than {len(response.body)} bytes"
+        return Untrusted(f"the body is larger than {len(response.body)} bytes")
     if not response.body.strip() and (status == 204 or response.method == "HEAD"):
         if ex.tool.receipt_id is not None:
-            return f"no body, so no {ex.tool.receipt_id!r}"
+            return Untrusted(f"no body, so no {ex.tool.receipt_id!r}")
+        if ex.tool.receipt_status is not None:
+            return Untrusted(f"no body, so no {ex.tool.receipt_status.field!r}", "contradictory")
         content = [{"type": "text", "text": "null"}]
         return Outcome(OutcomeKind.SUCCEEDED, content, {"result": None}, {"status": status, "digest": digest})
     try:
         text = response.text
         value = json.loads(text, parse_constant=_no_constant)
     except ValueError:
-        return "the body is not JSON"
+        return Untrusted("the body is not JSON")
     receipt: dict[str, Any] = {"status": status, "digest": digest}
     if ex.tool.receipt_id is not None:
         found, receipt_id = field_at(value, ex.tool.receipt_id)
         if not found or isinstance(receipt_id, bool) or not isinstance(receipt_id, str | int):
-            return f"no {ex.tool.receipt_id!r} naming the object"
+            return Untrusted(f"no {ex.tool.receipt_id!r} naming the object")
         receipt = {"id": ex.redactor.value(receipt_id), **receipt}
+    said = ex.tool.receipt_status
+    if said is not None:
+        found, state = field_at(value, said.field)
+        if not found or not any(type(state) is type(ok) and state == ok for ok in said.succeeded):
+            shown = ex.redactor.text(json.dumps(state)[:80]) if found else "missing"
+            return Untrusted(f"{said.field!r} is {shown}, not one of {said.succeeded}", "contradictory")
     redactor = ex.redactor
     if redactor.found_in(text):
         value = redactor.value(value)

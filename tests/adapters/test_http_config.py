@@ -121,6 +121,9 @@ def test_a_secret_that_spans_lines_is_refused_without_its_value(tmp_path: Path) 
         _tool_change(retries=3),
         _tool_change(description=""),
         _tool_change(cost={"field": "a..b"}),
+        _tool_change(receipt_status={"field": "status", "succeeded": []}),
+        _tool_change(receipt_status={"field": "a..b", "succeeded": ["sent"]}),
+        _tool_change(receipt_status={"field": "status", "succeeded": ["sent"], "failed": ["failed"]}),
         _tool_change(input_schema={"type": "object", "properties": {"idempotency_key": {"type": "string"}}}),
     ],
 )

@@ -16,7 +16,7 @@ import respx
 from gateway.adapters import http
 from gateway.adapters.base import CallRequest, OutcomeKind
 from gateway.adapters.http import MAX_ATTEMPTS
-from tests.adapters.http_world import KEY, SECRET, Crm, create, get_contact, log_call, mocked_crm
+from tests.adapters.http_world import DOCUMENT, KEY, SECRET, Crm, create, get_contact, log_call, mocked_crm
 
 pytestmark = pytest.mark.anyio
 
@@ -64,6 +64,57 @@ async def test_a_2xx_write_without_its_receipt_id_is_unknown(crm: Crm) -> None:
     outcome = await crm.adapter().call(create())
     assert outcome.kind is OutcomeKind.UNKNOWN
     assert outcome.receipt is not None and outcome.receipt["malformed"] is True
+
+
+def _with_receipt_status(
+    crm: Crm, tool: str, field: str = "status", succeeded: list[object] | None = None
+) -> http.HttpAdapter:
+    tools = {**DOCUMENT["tools"]}
+    tools[tool] = {**tools[tool], "receipt_status": {"field": field, "succeeded": succeeded or ["sent"]}}
+    return crm.adapter(tools=tools)
+
+
+async def test_a_2xx_write_whose_status_says_it_failed_is_contradictory_and_unknown(crm: Crm) -> None:
+    said = {"id": "c-1", "status": "failed", "error": {"type": "internal_error", "message": "boom"}}
+    crm.router.post("/contacts").respond(201, json=said)
+    outcome = await _with_receipt_status(crm, "create_contact").call(create())
+    assert outcome.kind is OutcomeKind.UNKNOWN and outcome.code == "outcome_unknown"
+    assert outcome.receipt is not None and outcome.receipt["contradictory"] is True
+    assert outcome.receipt["status"] == 201 and "id" not in outcome.receipt
+    assert outcome.message is not None and "contradictory response" in outcome.message and '"failed"' in outcome.message
+
+
+@pytest.mark.parametrize("body", [{"id": "c-1"}, {"id": "c-1", "status": None}, {"id": "c-1", "status": True}])
+async def test_a_2xx_write_without_a_succeeded_status_is_never_success(crm: Crm, body: dict[str, object]) -> None:
+    crm.router.post("/contacts").respond(201, json=body)
+    adapter = _with_receipt_status(crm, "create_contact", succeeded=["sent", 1])
+    outcome = await adapter.call(create())
+    assert outcome.kind is OutcomeKind.UNKNOWN
+    assert outcome.receipt is not None and outcome.receipt["contradictory"] is True
+
+
+async def test_a_2xx_write_whose_nested_status_is_a_succeeded_value_succeeds(crm: Crm) -> None:
+    crm.router.post("/contacts").respond(201, json={"id": "c-1", "delivery": {"state": 1}})
+    outcome = await _with_receipt_status(crm, "create_contact", "delivery.state", ["sent", 1]).call(create())
+    assert outcome.kind is OutcomeKind.SUCCEEDED
+    assert outcome.receipt is not None and outcome.receipt["id"] == "c-1"
+
+
+async def test_a_2xx_read_whose_status_contradicts_it_fails(crm: Crm) -> None:
+    crm.router.get("/contacts/c-1").respond(200, json={"id": "c-1", "status": "failed"})
+    outcome = await _with_receipt_status(crm, "get_contact", succeeded=["active"]).call(get_contact())
+    assert outcome.kind is OutcomeKind.FAILED and outcome.code == "upstream_failed"
+    assert outcome.message is not None and outcome.message.startswith("contradictory response")
+
+
+async def test_a_lookup_answering_a_contradictory_body_proves_nothing(crm: Crm) -> None:
+    crm.router.get(f"/contacts/by-key/{KEY}").respond(200, json={"id": "c-1", "status": "failed"})
+    adapter = _with_receipt_status(crm, "create_contact")
+    assert await adapter.lookup(create(), 0.0, 60.0) is None
+    crm.router.get(f"/contacts/by-key/{KEY}").respond(200, json={"id": "c-1", "status": "sent"})
+    found = await adapter.lookup(create(), 0.0, 60.0)
+    assert found is not None and found.kind is OutcomeKind.SUCCEEDED and found.receipt is not None
+    assert found.receipt["id"] == "c-1"
 
 
 async def test_a_2xx_receipt_id_may_be_nested(crm: Crm) -> None:
