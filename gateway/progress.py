@@ -197,6 +197,12 @@ class Progress:
             return _bad("warrant_complete needs a summary of what was done")
         if len(summary) > MAX_SUMMARY:
             return CallResult.refused(Refusal("payload_too_large", f"the summary is over {MAX_SUMMARY} characters"))
+        dead = await self._dead(info, "warrant_complete", sha256_hex(canonical_json({"summary": summary})))
+        if dead is not None:
+            return dead
+        # The agent's claim is checked against the evidence as it is now, not as it was when each
+        # milestone was verified: an artifact changed since invalidates its milestone first.
+        await self.recheck(info.run, by=info.worker)
         done = await self.store.complete_run(info.run.run_id, epoch=info.epoch, worker=info.worker, summary=summary)
         if isinstance(done, Refused):
             return CallResult.refused(done.refusal, done.action_id)

@@ -226,6 +226,56 @@ async def test_completion_is_refused_naming_what_is_missing_until_every_check_ho
     assert "milestone_failed" in events and "milestone_verified" in events and "run_completed" in events
 
 
+async def test_completion_reads_the_evidence_again_and_names_a_milestone_whose_artifact_changed(
+    world: World,
+) -> None:
+    run_id, token = await world.start(milestones=[{"id": "inventory", "checks": [{"artifact": "inventory"}]}])
+    inventory = world.artifact("inventory.json", INVENTORY)
+    async with worker(world, token) as c:
+        err, body, _ = await call(
+            c, "warrant_milestone", {"milestone_id": "inventory", "evidence": {"artifacts": [inventory]}}
+        )
+        assert body["milestone"]["status"] == "verified", body
+        (world.root / "inventory.json").write_bytes(b'[{"vendor": "c"}]')  # changed after it was verified
+        err, body, text = await call(c, "warrant_complete", {"summary": "done"})
+        assert err and body["error"]["code"] == "completion_refused", text
+        [missing] = body["error"]["milestones"]
+        assert missing["milestone_id"] == "inventory" and missing["status"] == "invalidated"
+        assert inventory["sha256"] in " ".join(missing["reasons"])
+
+        # Verified again against the file as it is now, the run completes.
+        current = world.artifact("inventory.json", b'[{"vendor": "c"}]')
+        err, body, _ = await call(
+            c, "warrant_milestone", {"milestone_id": "inventory", "evidence": {"artifacts": [current]}}
+        )
+        assert body["milestone"]["status"] == "verified", body
+        err, body, text = await call(c, "warrant_complete", {"summary": "done"})
+        assert not err, text
+    async with world.client("op") as c:
+        items = (await c.get(f"/api/runs/{run_id}/events", params={"limit": 1000})).json()["items"]
+    invalidated = [e["data"] for e in items if e["type"] == "milestone_invalidated"]
+    assert [(e["milestone_id"], e["by"]) for e in invalidated] == [("inventory", "agent")]
+
+
+async def test_a_superseded_worker_claiming_completion_reads_nothing_again(world: World) -> None:
+    run_id, first = await world.start(milestones=[{"id": "inventory", "checks": [{"artifact": "inventory"}]}])
+    inventory = world.artifact("inventory.json", INVENTORY)
+    async with worker(world, first) as c:
+        err, body, _ = await call(
+            c, "warrant_milestone", {"milestone_id": "inventory", "evidence": {"artifacts": [inventory]}}
+        )
+        assert body["milestone"]["status"] == "verified", body
+    async with world.client("op") as c:
+        await c.post(f"/api/runs/{run_id}/lease", json={"worker": "b", "takeover": True})
+    (world.root / "inventory.json").write_bytes(b"[]")
+    async with worker(world, first) as c:
+        err, body, _ = await call(c, "warrant_complete", {"summary": "done"})
+        assert body["error"]["code"] == "lease_superseded"
+    async with world.client("op") as c:
+        run = (await c.get(f"/api/runs/{run_id}")).json()
+    assert {m["id"]: m["status"] for m in run["milestones"]} == {"inventory": "verified"}  # not re-checked
+
+
 async def test_an_unknown_action_blocks_completion_until_acknowledged_and_stays_named(world: World) -> None:
     run_id, token = await world.start(milestones=[])
     async with worker(world, token) as c:
