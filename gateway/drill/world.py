@@ -220,9 +220,13 @@ class World:
         self.gateway: subprocess.Popen[bytes] | None = None
         self.gateway_log = folder / "gateway.log"
         self.starts = 0
+        self.artifacts = folder / "artifacts"  # the gateway's artifact_roots: evidence it may read
+        self.webhooks: list[dict[str, Any]] = []  # {url, events?}: receivers of the watchdog's alerts
+        self.webhook_secret = secrets.token_urlsafe(24)  # each signs with it (DRILL_WEBHOOK_SECRET)
 
     async def __aenter__(self) -> World:
         self.folder.mkdir(parents=True, exist_ok=True)
+        self.artifacts.mkdir(exist_ok=True)
         await asyncio.gather(self.crm.start(), self.mail.start())
         return self
 
@@ -253,6 +257,8 @@ class World:
             "adapters": ["crm.yaml", "email.yaml"],
             "policies": ["policy.yaml"],
             "watchdog": self.watchdog,
+            "webhooks": [{"secret_env": "DRILL_WEBHOOK_SECRET", **hook} for hook in self.webhooks],
+            "artifact_roots": [self.artifacts.name],
             "drill": {"failpoints": dict(failpoints), "sabotage": list(self.sabotage)},
         }
         path = self.folder / "warrant.yaml"
@@ -265,6 +271,7 @@ class World:
         env["WARRANT_LEDGER_KEY"] = self.ledger_key
         env["CRM_TOKEN"] = self.crm.token
         env["EMAIL_TOKEN"] = self.mail.token
+        env["DRILL_WEBHOOK_SECRET"] = self.webhook_secret
         return env
 
     async def start_gateway(self, failpoints: Mapping[str, Mapping[str, Any]] | None = None) -> None:

@@ -32,3 +32,12 @@ def contacts(world: World, email: str) -> list[dict[str, Any]]:
 
 def messages(world: World, to: str) -> list[dict[str, Any]]:
     return world.mail.rows("messages", "to_address = ?", (to,))
+
+
+async def settlements(world: World, run_id: str, action_id: str) -> list[dict[str, Any]]:
+    """The `action_settled` entries of one action in the run's history, oldest first: how it was
+    recorded when its answer came, and each reconciliation after."""
+    page = await world.ok("GET", f"/api/runs/{run_id}/events", "auditor", params={"limit": "1000"})
+    return [
+        e["data"] for e in page["items"] if e["type"] == "action_settled" and e["data"].get("action_id") == action_id
+    ]
