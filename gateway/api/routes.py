@@ -21,7 +21,7 @@ from gateway.api.audit import audit_filters
 from gateway.api.events import run_events
 from gateway.api.export import export_run
 from gateway.api.openapi import openapi_json
-from gateway.api.views import action_view, approval_view, run_view
+from gateway.api.views import action_view, approval_diff, approval_view, run_view
 from gateway.clock import isoformat
 from gateway.domain.contract import parse_contract, problems_of
 from gateway.domain.keys import looks_like_api_key
@@ -32,7 +32,7 @@ from gateway.domain.units import format_money, parse_money
 from gateway.errors import InvalidRequest, NotFound, Unauthenticated, WarrantError
 from gateway.roles import require
 from gateway.service import Gateway
-from gateway.store.records import ApprovalStatus, Principal, RunRecord
+from gateway.store.records import ApprovalRecord, ApprovalStatus, Principal, RunRecord
 
 log = logging.getLogger("warrant.api")
 
@@ -430,14 +430,24 @@ async def list_approvals(request: Request, principal: Principal, gateway: Gatewa
         cursor=request.query_params.get("cursor"),
         limit=query_limit(request),
     )
-    items = [approval_view(a, await gateway.store.get_blob(a.payload_sha256)) for a in page.items]
+    items = [await _approval_shown(gateway, principal, a) for a in page.items]
     return JSONResponse({"items": items, "next_cursor": page.next_cursor})
+
+
+async def _approval_shown(gateway: Gateway, principal: Principal, approval: ApprovalRecord) -> dict[str, Any]:
+    """An approval with its exact payload and its diff against the last one a person approved."""
+    payload = await gateway.store.get_blob(approval.payload_sha256)
+    against = await gateway.store.approved_before(principal.tenant, approval.approval_id)
+    diff = None
+    if against is not None:
+        diff = approval_diff(approval, payload, against, await gateway.store.get_blob(against.payload_sha256))
+    return approval_view(approval, payload, diff)
 
 
 @endpoint("approvals.read")
 async def get_approval(request: Request, principal: Principal, gateway: Gateway) -> Response:
     approval = await gateway.store.get_approval(principal.tenant, request.path_params["approval_id"])
-    return JSONResponse(approval_view(approval, await gateway.store.get_blob(approval.payload_sha256)))
+    return JSONResponse(await _approval_shown(gateway, principal, approval))
 
 
 async def _decide(request: Request, principal: Principal, gateway: Gateway, approve: bool) -> Response:
@@ -449,7 +459,7 @@ async def _decide(request: Request, principal: Principal, gateway: Gateway, appr
         note=body.note,
         expected_sha256=body.expected_sha256,
     )
-    return JSONResponse(approval_view(approval, await gateway.store.get_blob(approval.payload_sha256)))
+    return JSONResponse(await _approval_shown(gateway, principal, approval))
 
 
 @endpoint("approvals.decide")

@@ -110,6 +110,28 @@ class RevisedRun(RunView):
     changes: list[ChangeView] = Field(description="every change the revision made (gateway/domain/revision.py)")
 
 
+class PayloadChange(_View):
+    path: str = Field(description="an RFC 6901 pointer into the payload; empty: the whole payload")
+    before: Any = Field(None, description="absent where the field was added")
+    after: Any = Field(None, description="absent where the field was removed")
+
+
+class SpecVersionChange(_View):
+    from_: str = Field(alias="from")
+    to: str
+
+
+class ApprovalDiff(_View):
+    against: str = Field(description="the approval compared with: the newest earlier one a person approved")
+    against_status: ApprovalStatus
+    against_payload_sha256: Sha256
+    same_payload: bool
+    changes: list[PayloadChange] | None = Field(description="the payload's changed fields; null: a body was purged")
+    unified: str | None = Field(description="a unified diff of the payloads' pretty JSON; empty when the same")
+    spec_version: SpecVersionChange | None = Field(description="null: the same spec_version")
+    tool_definition_changed: bool
+
+
 class ApprovalView(_View):
     approval_id: str
     run_id: str
@@ -131,6 +153,10 @@ class ApprovalView(_View):
     note: str | None
     action_id: str | None
     on_expiry: str
+    diff: ApprovalDiff | None = Field(
+        description="what changed since the last approval of this tool in this run that a person approved "
+        "(null when there is none, and in a run's summary)",
+    )
 
 
 class RunDetail(RunView):

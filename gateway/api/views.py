@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
+import json
 from typing import Any
 
+from gateway.canonical import canonical_json
 from gateway.clock import isoformat
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.units import format_money
@@ -86,7 +89,7 @@ def action_view(action: ActionRecord, currency: str = "USD") -> dict[str, Any]:
     }
 
 
-def approval_view(approval: ApprovalRecord, payload: Any = None) -> dict[str, Any]:
+def approval_view(approval: ApprovalRecord, payload: Any = None, diff: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "approval_id": approval.approval_id,
         "run_id": approval.run_id,
@@ -108,7 +111,61 @@ def approval_view(approval: ApprovalRecord, payload: Any = None) -> dict[str, An
         "note": approval.note,
         "action_id": approval.action_id,
         "on_expiry": approval.on_expiry,
+        "diff": diff,
     }
+
+
+def approval_diff(
+    approval: ApprovalRecord, payload: Any, against: ApprovalRecord, against_payload: Any
+) -> dict[str, Any]:
+    """What changed since `against` (the last approval of the same tool in the run that a person
+    approved): the payload field by field (JSON pointers) and as a unified diff of its pretty JSON,
+    the spec_version, the tool definition. `changes` and `unified` are null when either payload was
+    purged."""
+    shown = payload is not None and against_payload is not None
+    return {
+        "against": against.approval_id,
+        "against_status": against.status.value,
+        "against_payload_sha256": against.payload_sha256,
+        "same_payload": against.payload_sha256 == approval.payload_sha256,
+        "changes": payload_changes(against_payload, payload) if shown else None,
+        "unified": _unified(against_payload, payload, against.approval_id, approval.approval_id) if shown else None,
+        "spec_version": (
+            None
+            if against.spec_version == approval.spec_version
+            else {"from": against.spec_version, "to": approval.spec_version}
+        ),
+        "tool_definition_changed": against.tool_def_sha256 != approval.tool_def_sha256,
+    }
+
+
+def payload_changes(old: Any, new: Any, path: str = "") -> list[dict[str, Any]]:
+    """The fields that differ, as `{path, before?, after?}` (RFC 6901 pointers; a side is absent
+    where the field is). Objects are compared key by key; anything else as a whole, canonically
+    (so `1` and `1.0`, which hash the same, are the same here too)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[dict[str, Any]] = []
+        for key in sorted(set(old) | set(new)):
+            pointer = f"{path}/{key.replace('~', '~0').replace('/', '~1')}"
+            if key not in old:
+                out.append({"path": pointer, "after": new[key]})
+            elif key not in new:
+                out.append({"path": pointer, "before": old[key]})
+            else:
+                out += payload_changes(old[key], new[key], pointer)
+        return out
+    try:
+        same = canonical_json(old) == canonical_json(new)
+    except ValueError:
+        same = old == new
+    return [] if same else [{"path": path, "before": old, "after": new}]
+
+
+def _unified(old: Any, new: Any, old_label: str, new_label: str) -> str:
+    def lines(value: Any) -> list[str]:
+        return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+
+    return "\n".join(difflib.unified_diff(lines(old), lines(new), old_label, new_label, lineterm=""))
 
 
 def event_view(event: EventRecord) -> dict[str, Any]:

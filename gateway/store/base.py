@@ -259,6 +259,12 @@ class Store(abc.ABC):
     async def get_approval(self, tenant: str, approval_id: str) -> ApprovalRecord: ...
 
     @abc.abstractmethod
+    async def approved_before(self, tenant: str, approval_id: str) -> ApprovalRecord | None:
+        """The newest approval of the same run and tool, requested before this one, that a person
+        approved (whatever became of it since: used, expired, superseded); None if there is none.
+        What an approver compares a fresh request with (the API's `diff`)."""
+
+    @abc.abstractmethod
     async def list_approvals(
         self,
         tenant: str,

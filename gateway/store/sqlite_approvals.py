@@ -191,6 +191,20 @@ class ApprovalOps(SQLiteBase):
 
         return await self._db.read(read)
 
+    async def approved_before(self, tenant: str, approval_id: str) -> ApprovalRecord | None:
+        def read(conn: Conn) -> ApprovalRecord | None:
+            # Approving sets decided_by and valid_until; denying leaves valid_until NULL; what
+            # happens later (used, expired, superseded) changes the status only.
+            row = conn.execute(
+                "SELECT b.* FROM approvals a JOIN approvals b ON b.run_id = a.run_id AND b.tool = a.tool "
+                "AND b.seq < a.seq WHERE a.approval_id = ? AND a.tenant = ? AND b.decided_by IS NOT NULL "
+                "AND b.valid_until IS NOT NULL AND b.milestone_id IS NULL ORDER BY b.seq DESC LIMIT 1",
+                (approval_id, tenant),
+            ).fetchone()
+            return approval_from_row(row) if row is not None else None
+
+        return await self._db.read(read)
+
     async def list_approvals(
         self,
         tenant: str,

@@ -158,6 +158,80 @@ async def test_approval_flow_binds_the_exact_payload_and_the_decider(api: Api) -
     assert len(api.effects) == 1
 
 
+async def test_an_approval_shows_its_diff_against_the_last_one_approved(api: Api) -> None:
+    run = await create_run(api)
+    rid = run["run_id"]
+    token = (await lease(api, rid, key="op"))["token"]
+    gate = api.gateway.gate
+    approved = {"to": "bob@example.com", "note": "first"}
+
+    async def request(payload: dict[str, Any]) -> str:
+        refused = await gate.call(token, "shop__order", payload)
+        assert refused.code == "approval_required", refused
+        assert refused.structured is not None
+        approval_id: str = refused.structured["error"]["approval_id"]
+        return approval_id
+
+    async def decide(c: Any, approval_id: str, verb: str) -> dict[str, Any]:
+        shown = (await c.get(f"/api/approvals/{approval_id}")).json()
+        r = await c.post(f"/api/approvals/{approval_id}/{verb}", json={"expected_sha256": shown["payload_sha256"]})
+        assert r.status_code == 200, r.text
+        body: dict[str, Any] = r.json()
+        return body
+
+    first = await request(approved)
+    async with api.client("appr") as c:
+        assert (await c.get(f"/api/approvals/{first}")).json()["diff"] is None  # nothing approved before it
+        await decide(c, first, "approve")
+    assert (await gate.call(token, "shop__order", approved)).code is None
+
+    other = await request({"to": "eve@example.com", "note": "first"})
+    async with api.client("appr") as c:
+        shown = (await c.get(f"/api/approvals/{other}")).json()
+        assert shown["diff"]["against"] == first
+        assert shown["diff"]["against_status"] == "used"
+        assert shown["diff"]["same_payload"] is False
+        assert shown["diff"]["changes"] == [{"path": "/to", "before": "bob@example.com", "after": "eve@example.com"}]
+        assert '-  "to": "bob@example.com"' in shown["diff"]["unified"]
+        assert '+  "to": "eve@example.com"' in shown["diff"]["unified"]
+        assert shown["diff"]["spec_version"] is None
+        assert shown["diff"]["tool_definition_changed"] is False
+        denied = await decide(c, other, "deny")
+        assert denied["diff"] == shown["diff"]  # the decision's answer shows it too
+
+    third = await request({"to": "bob@example.com", "extra": {"a/b": 1}})
+    async with api.client("appr") as c:
+        listed = (await c.get("/api/approvals", params={"status": "pending", "run_id": rid})).json()["items"]
+        [shown] = [a for a in listed if a["approval_id"] == third]
+        assert shown["diff"]["against"] == first  # the denied one in between is not what was approved
+        assert shown["diff"]["changes"] == [
+            {"path": "/extra", "after": {"a/b": 1}},
+            {"path": "/note", "before": "first"},
+        ]
+    async with api.client("op") as c:
+        summary = (await c.get(f"/api/runs/{rid}")).json()["approvals"]
+        assert [a["diff"] for a in summary] == [None]  # a run's summary shows neither payload nor diff
+    async with api.client("appr") as c:
+        await decide(c, third, "deny")
+        unused = await request({"to": "zed@example.com"})  # approved under v1, never called
+        await decide(c, unused, "approve")
+    async with api.client("op") as c:
+        revised = await c.post(
+            f"/api/runs/{rid}/revise", json={"spec_version": "v2", "patch": {"budgets": {"tool_calls": 90}}}
+        )
+        assert revised.status_code == 200, revised.text
+    await gate.status(token)  # the worker reads the revised contract
+    again = await request({"to": "zed@example.com"})
+    async with api.client("appr") as c:
+        shown = (await c.get(f"/api/approvals/{again}")).json()
+        assert shown["diff"]["against"] == unused
+        assert shown["diff"]["against_status"] == "superseded"
+        assert shown["diff"]["same_payload"] is True
+        assert shown["diff"]["changes"] == []
+        assert shown["diff"]["unified"] == ""
+        assert shown["diff"]["spec_version"] == {"from": "v1", "to": "v2"}
+
+
 async def test_an_admin_who_asked_for_an_approval_may_not_decide_it(api: Api) -> None:
     run = await create_run(api)
     grant = await lease(api, run["run_id"], key="ops")
