@@ -132,3 +132,22 @@ async def test_an_approval_not_decided_in_time_cannot_be_approved_late(world: Wo
     assert (await world.approval(asked)).status is ApprovalStatus.EXPIRED
     # The policy's rule says nothing of on_expiry: the default, pause, applies.
     assert (await world.run(run.run_id)).status is RunStatus.PAUSED
+
+
+async def test_approved_before_names_the_last_approval_a_person_approved_for_the_tool_in_the_run(world: World) -> None:
+    run = await world.new_run()
+    first = await world.decide(await world.call(run.token, "t__approve", {"text": "big"}))
+    assert code_of(await world.call(run.token, "t__approve", {"text": "big"})) is None  # used now
+    denied = await world.decide(await world.call(run.token, "t__approve", {"text": "bigger"}), approve=False)
+    pending = await world.approval(await world.call(run.token, "t__approve", {"text": "biggest"}))
+    elsewhere = await world.new_run()
+    other_run = await world.approval(await world.call(elsewhere.token, "t__approve", {"text": "big"}))
+
+    assert await world.store.approved_before(TENANT, first.approval_id) is None  # nothing before it
+    shown = await world.store.approved_before(TENANT, pending.approval_id)
+    assert shown is not None
+    assert (shown.approval_id, shown.status) == (first.approval_id, ApprovalStatus.USED)  # the denial is skipped
+    before_denied = await world.store.approved_before(TENANT, denied.approval_id)
+    assert before_denied is not None and before_denied.approval_id == first.approval_id
+    assert await world.store.approved_before(TENANT, other_run.approval_id) is None  # another run's never count
+    assert await world.store.approved_before("another-tenant", pending.approval_id) is None
