@@ -93,7 +93,18 @@ class PostgresBackend:
                 conn.execute(f"DELETE FROM {table}")  # type: ignore[arg-type]
 
     def store(self, clock: ManualClock, *, process_id: str | None = None, ledger_key: bytes = LEDGER_KEY) -> Store:
-        return PostgresStore(self.url, clock=clock, ledger_key=ledger_key, process_id=process_id, pool_size=4)
+        # As the contract tests expect of a store: time moved by hand (the injected clock, not the
+        # database's), and a store opened as another process takes the others for gone (a restart).
+        # Both PostgreSQL behaviours are tested on their own (tests/store/test_postgres_specific.py).
+        return PostgresStore(
+            self.url,
+            clock=clock,
+            ledger_key=ledger_key,
+            process_id=process_id,
+            pool_size=4,
+            database_time=False,
+            replica_liveness=False,
+        )
 
     def _execute(self, *statements: tuple[str, tuple[Any, ...]]) -> list[dict[str, Any]]:
         with psycopg.connect(self.url, row_factory=dict_row) as conn, conn.transaction():

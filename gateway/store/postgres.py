@@ -9,16 +9,24 @@ wins) holds across replicas. docs/postgres.md says why, and what differs.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import logging
+import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import psycopg
 
 from gateway.clock import Clock
-from gateway.store.postgres_db import POOL_MAX, PostgresDatabase, postgres_url
+from gateway.errors import StoreError
+from gateway.store.postgres_db import CONNECT_TIMEOUT_S, POOL_MAX, PostgresDatabase, postgres_url, redact
 from gateway.store.reports import HealthReport
 from gateway.store.sqlite import SQLiteStore
 from gateway.store.sqlite_base import Conn
 
 T = TypeVar("T")
+log = logging.getLogger("warrant.store")
 
 __all__ = ["PostgresStore"]
 
@@ -39,9 +47,57 @@ class PostgresStore(SQLiteStore):
         ledger_key: bytes,
         process_id: str | None = None,
         pool_size: int = POOL_MAX,
+        database_time: bool = True,
+        replica_liveness: bool = True,
     ) -> None:
+        """`database_time`: the store's transactions take their time from the database's clock
+        (tests that move an injected clock by hand turn it off). `replica_liveness`: another
+        process's admitted actions are orphans only once that process is gone (off: every other
+        process is taken for gone, as with SQLite's one server per file)."""
         super().__init__(":memory:", clock=clock, ledger_key=ledger_key, process_id=process_id)
-        self._db = PostgresDatabase(postgres_url(url), max_size=pool_size)  # type: ignore[assignment]
+        self._url = postgres_url(url)
+        db = PostgresDatabase(self._url, max_size=pool_size, database_time=database_time)
+        self._db = db  # type: ignore[assignment]
+        if database_time:
+            self._clock = DatabaseClock(db)
+        self._alive: psycopg.Connection[Any] | None = None
+        self._liveness = replica_liveness
+
+    async def open(self) -> None:
+        await super().open()
+        if not self._liveness:
+            return
+        try:
+            self._alive = await asyncio.to_thread(self._hold_liveness)
+        except psycopg.Error as exc:
+            await super().close()
+            raise StoreError(f"cannot open the PostgreSQL store at {redact(self._url)}: {exc}") from exc
+
+    async def close(self) -> None:
+        try:
+            await super().close()
+        finally:
+            alive, self._alive = self._alive, None
+            if alive is not None:
+                await asyncio.to_thread(alive.close)  # its session ends: the lock is free, this process is gone
+
+    def _hold_liveness(self) -> psycopg.Connection[Any]:
+        """This process is alive while its session holds its advisory lock (released with the session)."""
+        conn = psycopg.connect(self._url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S))
+        taken = conn.execute("SELECT pg_try_advisory_lock(%s)", (liveness_key(self._process_id),)).fetchone()
+        if taken is None or not taken[0]:
+            # Another store of the same process id holds it (two stores in one process: tests); the
+            # process is alive while that one is open.
+            log.warning("process id %s is held alive by another store already", self._process_id)
+        return conn
+
+    def _process_alive(self, conn: Conn, process_id: str | None) -> bool:
+        """Another replica is alive while its session holds its liveness lock: a lock this
+        transaction can take belongs to nobody (and is released at its commit)."""
+        if process_id is None or not self._liveness:
+            return False
+        taken = conn.execute("SELECT pg_try_advisory_xact_lock(?)", (liveness_key(process_id),)).fetchone()
+        return not taken[0]
 
     async def _aside(self, fn: Callable[[Conn], T]) -> T:
         # A read is one REPEATABLE READ snapshot on a pooled connection of its own already.
@@ -50,3 +106,23 @@ class PostgresStore(SQLiteStore):
     async def health(self) -> HealthReport:
         await self._db.read(lambda conn: conn.execute("SELECT 1").fetchone())
         return {"store": {"status": "ok"}}
+
+
+def liveness_key(process_id: str) -> int:
+    """The advisory lock key that says a gateway process is alive (64 bits of a hash of its id)."""
+    digest = hashlib.sha256(b"warrant.process:" + process_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+class DatabaseClock:
+    """The store's time: inside a transaction, the database's clock at the transaction's start,
+    so every replica decides expiries on one clock and a replica whose own clock is wrong cannot
+    extend a lease or an approval. Outside one, this process's clock corrected by the skew the
+    last transaction saw."""
+
+    def __init__(self, db: PostgresDatabase) -> None:
+        self._db = db
+
+    def now(self) -> float:
+        at = self._db.now()
+        return at if at is not None else time.time() + self._db.skew

@@ -64,6 +64,8 @@ MIGRATION_LOCK = 0x5741_524E
 _BEGIN_DURABLE = b"BEGIN ISOLATION LEVEL SERIALIZABLE"
 _BEGIN_LAZY = b"BEGIN ISOLATION LEVEL SERIALIZABLE; SET LOCAL synchronous_commit TO OFF"
 _BEGIN_READ = b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+# Sent with BEGIN, in the same round trip: the transaction's time by the database's clock.
+_DATABASE_NOW = b"; SELECT extract(epoch FROM transaction_timestamp())::float8"
 
 
 def _migrations() -> list[tuple[int, str]]:
@@ -204,9 +206,15 @@ class PostgresDatabase:
     Same interface as `sqlite_db.Database`: `open`, `close`, `read`, `transaction`, `submit`.
     """
 
-    def __init__(self, url: str, *, min_size: int = POOL_MIN, max_size: int = POOL_MAX) -> None:
+    def __init__(
+        self, url: str, *, min_size: int = POOL_MIN, max_size: int = POOL_MAX, database_time: bool = False
+    ) -> None:
         self.url = url
         self._min = min_size
+        # With database_time, each transaction learns its time from the database (`now`).
+        self.database_time = database_time
+        self._now = _TransactionTime()
+        self.skew = 0.0  # the database's clock minus this process's, as last seen by a transaction
         self._max = max_size
         self._pool: ConnectionPool[psycopg.Connection[Row]] | None = None
         self._threads: concurrent.futures.ThreadPoolExecutor | None = None
@@ -300,12 +308,12 @@ class PostgresDatabase:
             try:
                 if attempt == 1:
                     with pool.connection() as pg:
-                        return _once(pg, fn, begin)
+                        return self._once(pg, fn, begin)
                 # A transaction run again waits for this process's other repeats: transactions on
                 # one hot run (a burst of calls) then retry one at a time instead of aborting each
                 # other again, and only other replicas' transactions are left to race with.
                 with self._repeating, pool.connection() as pg:
-                    return _once(pg, fn, begin)
+                    return self._once(pg, fn, begin)
             except psycopg.Error as exc:
                 if exc.sqlstate in RETRIED and attempt < MAX_ATTEMPTS:
                     self.retries += 1  # a statistic: a lost increment between threads costs nothing
@@ -339,9 +347,39 @@ class PostgresDatabase:
                 _rollback(pg)
                 raise
 
+    def now(self) -> float | None:
+        """The running transaction's time by the database's clock (on its thread), else None."""
+        return self._now.at
 
-def _once(pg: psycopg.Connection[Row], fn: Callable[[Any], T], begin: bytes) -> T:
-    pg.execute(begin)
+    def _once(self, pg: psycopg.Connection[Row], fn: Callable[[Any], T], begin: bytes) -> T:
+        if not self.database_time:
+            return _once(pg, fn, begin)
+        try:
+            cursor = pg.execute(begin + _DATABASE_NOW)
+            while cursor.description is None and cursor.nextset():
+                pass  # BEGIN (and SET) answer no rows: on to the SELECT's
+            row = cursor.fetchone()
+        except BaseException:
+            _rollback(pg)
+            raise
+        assert row is not None
+        self._now.at = row[0]
+        self.skew = row[0] - time.time()
+        try:
+            return _once(pg, fn, None)
+        finally:
+            self._now.at = None
+
+
+class _TransactionTime(threading.local):
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+
+def _once(pg: psycopg.Connection[Row], fn: Callable[[Any], T], begin: bytes | None) -> T:
+    """Run `fn` in a transaction: begun here with `begin`, or already begun (None)."""
+    if begin is not None:
+        pg.execute(begin)
     try:
         result = fn(Conn(pg))
         if pg.info.transaction_status is TransactionStatus.INERROR:

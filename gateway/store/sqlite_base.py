@@ -67,6 +67,11 @@ class SQLiteBase:
     async def close(self) -> None:
         await self._db.close()
 
+    def _process_alive(self, conn: Conn, process_id: str | None) -> bool:
+        """Whether another gateway process that dispatched actions still runs. On SQLite, none
+        does: one `warrant serve` holds the file (`ServeLock`). PostgreSQL asks the database."""
+        return False
+
     # -- helpers (database thread) ---------------------------------------------------------
     def _event(self, conn: Conn, run_id: str, type_: str, now: float, **data: Any) -> None:
         chain = self._held.chains.get(run_id)

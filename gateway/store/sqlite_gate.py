@@ -408,6 +408,7 @@ class GateOps(SQLiteBase):
                 "(process_id IS NULL OR process_id != ?)",
                 (self._process_id,),
             ).fetchall()
+            rows = [row for row in rows if not self._process_alive(conn, row["process_id"])]
             for row in rows:
                 reason = "the gateway process that dispatched it ended before its outcome was recorded"
                 conn.execute(

@@ -5,6 +5,7 @@ several stores (replicas) on one database. The contract itself runs on both back
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from importlib import resources
 
@@ -13,13 +14,14 @@ import pytest
 
 from gateway.clock import ManualClock
 from gateway.domain.contract import parse_contract
+from gateway.domain.leases import token_hash
 from gateway.errors import StoreError
 from gateway.gate import Gate
 from gateway.store import postgres_db, sqlite_db
 from gateway.store.factory import open_store, serving
 from gateway.store.postgres import PostgresStore
 from gateway.store.postgres_db import Row, pending_migrations, sql
-from tests.harness import LEDGER_KEY, OPS, Tools, code_of, contract
+from tests.harness import LEDGER_KEY, OPS, Tools, code_of, contract, open_world
 from tests.harness_postgres import PostgresBackend, ensure_database
 
 pytestmark = pytest.mark.anyio
@@ -141,3 +143,52 @@ async def test_replicas_on_one_database_admit_exactly_the_budget_of_concurrent_w
     finally:
         for store in replicas:
             await store.close()
+
+
+async def test_a_starting_replica_marks_only_the_actions_of_processes_that_are_gone(
+    postgres_session: PostgresBackend,
+) -> None:
+    postgres_session.clear()
+    clock = ManualClock()
+    world = await open_world(postgres_session, clock)
+    await world.store.close()  # the world's store again, as a replica: alive while its session is open
+    world.store = PostgresStore(postgres_session.url, clock=clock, ledger_key=LEDGER_KEY, process_id="replica-a")
+    await world.store.open()
+    world.gate = Gate(world.store, world.tools.catalog(), clock)
+    other = PostgresStore(postgres_session.url, clock=clock, ledger_key=LEDGER_KEY, process_id="replica-b")
+    try:
+        run = await world.new_run()
+        world.tools.modes["write"] = "block"
+        in_flight = world.spawn(world.call(run.token, "t__write", {"text": "in flight on replica A"}))
+        await world.tools.wait_for_effects(1)
+        await other.open()
+        assert await other.mark_orphans_unknown() == []  # replica A is alive: its call is its own
+
+        [action] = [a for a in await world.actions(run.run_id) if a.status.value == "admitted"]
+        with psycopg.connect(postgres_session.url, autocommit=True) as conn:
+            conn.execute("UPDATE actions SET process_id = 'gone' WHERE action_id = %s", (action.action_id,))
+        assert await other.mark_orphans_unknown() == [action.action_id]
+        world.tools.release.set()
+        await world.settled(in_flight)
+    finally:
+        await other.close()
+        await world.teardown()
+
+
+async def test_a_replica_whose_clock_is_ten_minutes_ahead_grants_leases_and_deadlines_by_the_databases_clock(
+    postgres_session: PostgresBackend,
+) -> None:
+    postgres_session.clear()
+    ahead = ManualClock(time.time() + 600)  # this replica's own clock is wrong
+    store = PostgresStore(postgres_session.url, clock=ahead, ledger_key=LEDGER_KEY, process_id="replica-ahead")
+    await store.open()
+    try:
+        run = await store.create_run(OPS, parse_contract(contract(expires_in="1h", lease_ttl="5m")))
+        grant = await store.acquire_lease(OPS, run.run_id, "worker-1", takeover=False)
+        real = time.time()  # the database runs on this machine: its clock is this one
+        assert abs(run.deadline - (real + 3600)) < 5
+        assert abs(grant.expires_at - (real + 300)) < 5
+        renewed = await store.renew_lease(token_hash(grant.token))
+        assert abs(renewed.expires_at - (real + 300)) < 5
+    finally:
+        await store.close()
