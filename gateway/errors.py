@@ -14,7 +14,7 @@ a refusal that needs a decision (an approval, a new lease, a bigger budget).
     └── Refusal                         a tools/call the contract does not allow
         ├── tool_not_found, invalid_arguments, forbidden, constraint_violated
         ├── run_paused, run_waiting, run_cancelled, run_completed, run_expired
-        ├── lease_superseded, lease_expired
+        ├── lease_superseded, lease_expired, lease_revoked
         ├── budget_exhausted (names the dimension)
         ├── approval_required, approval_denied, approval_expired
         ├── idempotency_conflict, operation_in_progress, outcome_unknown
@@ -43,6 +43,8 @@ CALL_CODES: frozenset[str] = frozenset(
         "run_expired",
         "lease_superseded",
         "lease_expired",
+        # The API key that granted the lease was revoked (docs/decisions.md, "Keys and roles").
+        "lease_revoked",
         "budget_exhausted",
         "approval_required",
         "approval_denied",

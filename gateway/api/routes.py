@@ -76,7 +76,7 @@ async def authenticate_key(request: Request, gateway: Gateway) -> Principal:
     if principal is None and looks_like_api_key(key):
         stored = await gateway.store.find_api_key(digest)
         if stored is not None:
-            principal = Principal(name=stored.name, tenant=stored.tenant, roles=stored.roles)
+            principal = Principal(name=stored.name, tenant=stored.tenant, roles=stored.roles, key_id=stored.key_id)
     if principal is None:
         raise Unauthenticated("unknown API key")
     return principal

@@ -71,6 +71,9 @@ class RunLease(_View):
     epoch: int
     expires_at: Timestamp | None
     live: bool
+    revoked_at: Timestamp | None = Field(
+        description="when the API key that granted this lease was revoked (its calls are refused lease_revoked)"
+    )
 
 
 class MilestoneView(_View):

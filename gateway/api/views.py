@@ -34,7 +34,12 @@ def run_view(run: RunRecord, now: float) -> dict[str, Any]:
                     ("remaining", remaining[dim]),
                 )
             }
-    lease_live = run.lease_expires_at is not None and now < run.lease_expires_at and not run.status.terminal
+    lease_live = (
+        run.lease_expires_at is not None
+        and now < run.lease_expires_at
+        and not run.status.terminal
+        and run.lease_revoked_at is None
+    )
     return {
         "run_id": run.run_id,
         "status": run.status.value,
@@ -55,6 +60,7 @@ def run_view(run: RunRecord, now: float) -> dict[str, Any]:
             "epoch": run.epoch,
             "expires_at": isoformat(run.lease_expires_at),
             "live": lease_live,
+            "revoked_at": isoformat(run.lease_revoked_at),
         },
         "milestones": [
             {"id": m.get("id"), "required": m.get("required", True), "status": "pending"}

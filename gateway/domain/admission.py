@@ -32,6 +32,8 @@ class RunSnapshot:
     active_since: float | None = None
     # The spec_version the worker has read (warrant_status); None: nothing to acknowledge.
     acked_spec_version: str | None = None
+    # When the API key that granted the current lease was revoked; None: the lease stands.
+    lease_revoked_at: float | None = None
 
     def active_seconds(self, now: float) -> float:
         running = max(0.0, now - self.active_since) if self.active_since is not None else 0.0
@@ -70,10 +72,12 @@ class CallFacts:
 
 
 def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
-    """Gate step 1 for a known token: the run's status and deadline, the epoch, the lease's expiry.
+    """Gate step 1 for a known token: the run's status and deadline, the epoch, the key that granted
+    the lease, the lease's expiry.
 
     A run past its deadline is expired whatever its lease says; a dead lease is refused before
-    a paused run is mentioned, since that worker may not act for the run at all.
+    a paused run is mentioned, since that worker may not act for the run at all. A revoked lease is
+    named before an expired one: renewing it would not help.
     """
     if run.status.terminal:
         return status_refusal(run.status)
@@ -85,6 +89,12 @@ def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
             "this worker's lease was taken over by another; its calls are no longer admitted",
             epoch=epoch,
             current_epoch=run.epoch,
+        )
+    if run.lease_revoked_at is not None:
+        return Refusal(
+            "lease_revoked",
+            "the API key that granted this lease was revoked; a valid key must grant a new lease",
+            epoch=epoch,
         )
     if run.lease_expires_at is None or now >= run.lease_expires_at:
         return Refusal("lease_expired", "the lease expired; renew or acquire it again", epoch=epoch)

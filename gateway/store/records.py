@@ -45,6 +45,7 @@ class RunRecord:
     predecessor_run_id: str | None = None  # a successor's predecessor, in the same lineage
     carved: dict[str, int] | None = None  # a child run's share carved out of its parent
     completion: dict[str, Any] | None = None  # summary, milestones, uncertain: set when completed
+    lease_revoked_at: float | None = None  # the key that granted the current lease was revoked then
 
     @functools.cached_property
     def contract(self) -> dict[str, Any]:
@@ -68,6 +69,7 @@ class RunRecord:
             active_seconds_spent=self.active_seconds_spent,
             active_since=self.active_since,
             acked_spec_version=self.acked_spec_version,
+            lease_revoked_at=self.lease_revoked_at,
         )
 
 
@@ -270,3 +272,4 @@ class Principal:
     name: str
     tenant: str
     roles: frozenset[str] = field(default_factory=frozenset)
+    key_id: str | None = None  # the store's key (a lease remembers it: revoking the key ends the lease)

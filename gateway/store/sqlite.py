@@ -142,7 +142,8 @@ class SQLiteStore(
             run = self._expire_if_due(conn, run_from_row(self._run_row(conn, run_id, principal.tenant)), now)
             if run.status.terminal:
                 return lifecycle.status_refusal(run.status)
-            held = run.lease_expires_at is not None and now < run.lease_expires_at
+            # A lease whose granting key was revoked holds nothing: a valid key may grant a new one.
+            held = run.lease_expires_at is not None and now < run.lease_expires_at and run.lease_revoked_at is None
             if held and not takeover:
                 raise Conflict(
                     f"the lease is held by {run.lease_worker} until {isoformat(run.lease_expires_at)}; "
@@ -154,13 +155,13 @@ class SQLiteStore(
             epoch = run.epoch + 1
             expires = now + run.lease_ttl
             conn.execute(
-                "INSERT INTO leases (token_hash, run_id, epoch, worker, granted_by, granted_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (hash_token(token), run_id, epoch, worker, principal.name, now),
+                "INSERT INTO leases (token_hash, run_id, epoch, worker, granted_by, granted_at, granted_key_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (hash_token(token), run_id, epoch, worker, principal.name, now, principal.key_id),
             )
             conn.execute(
                 "UPDATE runs SET epoch = ?, lease_worker = ?, lease_granted_by = ?, lease_expires_at = ?, "
-                "updated_at = ? WHERE run_id = ?",
+                "lease_revoked_at = NULL, updated_at = ? WHERE run_id = ?",
                 (epoch, worker, principal.name, expires, now, run_id),
             )
             self._event(
@@ -196,6 +197,12 @@ class SQLiteStore(
                     "this lease was taken over by another worker",
                     epoch=lease["epoch"],
                     current_epoch=run.epoch,
+                )
+            if run.lease_revoked_at is not None:
+                return Refusal(
+                    "lease_revoked",
+                    "the API key that granted this lease was revoked; a valid key must grant a new lease",
+                    epoch=lease["epoch"],
                 )
             expires = now + run.lease_ttl
             conn.execute("UPDATE runs SET lease_expires_at = ? WHERE run_id = ?", (expires, run.run_id))

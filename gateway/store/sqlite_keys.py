@@ -61,6 +61,7 @@ class KeyOps(SQLiteBase):
                 "UPDATE api_keys SET revoked_at = ?, revoked_by = ? WHERE key_id = ?", (now, principal.name, key_id)
             )
             self._key_event(conn, principal, key_id, "key_revoked", now, name=key.name, reason=reason)
+            self._end_leases(conn, principal, key_id, now, reason)
             return _key(self._key_row(conn, principal.tenant, key_id))
 
         return await self._db.transaction(tx, durable=True)
@@ -144,6 +145,21 @@ class KeyOps(SQLiteBase):
         return await self._db.read(read)
 
     # -- helpers (database thread) ---------------------------------------------------------
+    def _end_leases(self, conn: Conn, principal: Principal, key_id: str, now: float, reason: str | None) -> None:
+        """A revoked key answers for nothing more: every live run whose current lease it granted is
+        refused `lease_revoked` from its next call on, until a valid key grants a new lease."""
+        rows = conn.execute(
+            "SELECT r.run_id, r.epoch, r.lease_worker FROM leases l JOIN runs r "
+            "ON r.run_id = l.run_id AND r.epoch = l.epoch "
+            "WHERE l.granted_key_id = ? AND r.lease_revoked_at IS NULL "
+            "AND r.status NOT IN ('completed', 'cancelled', 'expired')",
+            (key_id,),
+        ).fetchall()
+        for run_id, epoch, worker in rows:
+            conn.execute("UPDATE runs SET lease_revoked_at = ?, updated_at = ? WHERE run_id = ?", (now, now, run_id))
+            data = {"epoch": epoch, "worker": worker, "key_id": key_id, "by": principal.name, "reason": reason}
+            self._event(conn, run_id, "lease_revoked", now, **data)
+
     @staticmethod
     def _key_row(conn: Conn, tenant: str, key_id: str) -> sqlite3.Row:
         row = conn.execute("SELECT * FROM api_keys WHERE key_id = ? AND tenant = ?", (key_id, tenant)).fetchone()

@@ -55,6 +55,7 @@ def run_from_row(row: sqlite3.Row) -> RunRecord:
         predecessor_run_id=row["predecessor_run_id"],
         carved=json.loads(row["carved"]) if row["carved"] else None,
         completion=json.loads(row["completion"]) if row["completion"] else None,
+        lease_revoked_at=row["lease_revoked_at"],
     )
 
 
@@ -114,7 +115,7 @@ RUN_STATE_COLUMNS = (
     "run_id, tenant, lineage_id, status, spec_version, currency, deadline, lease_ttl, epoch, lease_expires_at, "
     "spend_limit, spend_reserved, spend_spent, tool_calls_limit, tool_calls_reserved, tool_calls_spent, "
     "writes_limit, writes_reserved, writes_spent, active_seconds_limit, active_seconds_spent, active_since, "
-    "head_seq, head_hash, acked_spec_version"
+    "head_seq, head_hash, acked_spec_version, lease_revoked_at"
 )
 
 
@@ -156,6 +157,7 @@ def run_state(row: Sequence[Any]) -> RunState:
         head_seq,
         head_hash,
         acked_spec_version,
+        lease_revoked_at,
     ) = row
     snapshot = RunSnapshot(
         run_id=run_id,
@@ -188,6 +190,7 @@ def run_state(row: Sequence[Any]) -> RunState:
         active_seconds_spent=active_spent,
         active_since=active_since,
         acked_spec_version=acked_spec_version,
+        lease_revoked_at=lease_revoked_at,
     )
     return RunState(snapshot, lease_ttl, head_seq, head_hash)
 

@@ -11,7 +11,7 @@ import pytest
 from gateway.domain.keys import api_key_hash
 from tests.api.conftest import Api
 from tests.api.test_openapi import Conformance, fetch_document
-from tests.api.test_operator_api import create_run
+from tests.api.test_operator_api import create_run, lease
 
 pytestmark = pytest.mark.anyio
 
@@ -75,6 +75,61 @@ async def test_a_revoked_key_fails_on_its_next_request(api: Api) -> None:
     async with with_key(api, created["key"]) as c:
         refused = await c.get("/api/runs")
     assert (refused.status_code, refused.json()["error"]["code"]) == (401, "unauthenticated")
+
+
+async def worker_lease(api: Api, key: str, run_id: str, worker: str = "w1") -> dict[str, Any]:
+    async with with_key(api, key) as c:
+        r = await c.post(f"/api/runs/{run_id}/lease", json={"worker": worker, "takeover": False})
+    assert r.status_code == 201, r.text
+    body: dict[str, Any] = r.json()
+    return body
+
+
+async def test_revoking_a_worker_key_ends_the_lease_it_granted_until_a_valid_key_grants_another(api: Api) -> None:
+    run_id = (await create_run(api))["run_id"]
+    worker = await create_key(api, "bot", ["worker"])
+    grant = await worker_lease(api, worker["key"], run_id)
+    gate = api.gateway.gate
+    assert (await gate.call(grant["token"], "shop__charge", {"card": "first"})).code is None
+    async with api.client("ops") as c:
+        await c.post(f"/api/keys/{worker['key_id']}/revoke", json={"reason": "leaked"})
+
+    refused = await gate.call(grant["token"], "shop__charge", {"card": "second"})
+    assert refused.code == "lease_revoked"
+    assert (await gate.call(grant["token"], "shop__find", {"q": "x"})).code == "lease_revoked"
+    assert [e["card"] for e in api.effects] == ["first"]  # nothing reached the tool
+    async with api.client(None) as c:
+        renewed = await c.post("/api/leases/renew", headers={"Authorization": f"Bearer {grant['token']}"})
+    assert (renewed.status_code, renewed.json()["error"]["code"]) == (409, "lease_revoked")
+    async with api.client("aud") as c:
+        shown = (await c.get(f"/api/runs/{run_id}")).json()["lease"]
+        events = (await c.get(f"/api/runs/{run_id}/events")).json()["items"]
+    assert shown["live"] is False and shown["revoked_at"] is not None
+    [ended] = [e for e in events if e["type"] == "lease_revoked"]
+    assert (ended["data"]["key_id"], ended["data"]["epoch"], ended["data"]["reason"]) == (
+        worker["key_id"],
+        grant["epoch"],
+        "leaked",
+    )
+
+    # A revoked lease holds nothing: a valid key grants a new one without a takeover, and it works.
+    again = await lease(api, run_id)
+    assert (await gate.call(again["token"], "shop__charge", {"card": "second"})).code is None
+    assert (await gate.call(grant["token"], "shop__find", {"q": "x"})).code == "lease_superseded"
+
+
+async def test_revoking_a_key_leaves_the_leases_other_keys_granted(api: Api) -> None:
+    taken_over = (await create_run(api))["run_id"]
+    untouched = (await create_run(api))["run_id"]
+    worker = await create_key(api, "bot", ["worker"])
+    await worker_lease(api, worker["key"], taken_over)
+    current = await lease(api, taken_over, worker="w2", takeover=True)  # granted by a bootstrap key now
+    other = await lease(api, untouched)
+    async with api.client("ops") as c:
+        await c.post(f"/api/keys/{worker['key_id']}/revoke", json={})
+    gate = api.gateway.gate
+    assert (await gate.call(current["token"], "shop__find", {"q": "x"})).code is None
+    assert (await gate.call(other["token"], "shop__find", {"q": "x"})).code is None
 
 
 async def test_a_rotated_key_works_until_the_overlap_passes_and_the_new_one_after(api: Api) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.domain.contract import parse_contract
 from gateway.domain.keys import ApiKeyRecord, KeyStatus, api_key_hash, mint_api_key
-from gateway.errors import Conflict, InvalidRequest, NotFound
+from gateway.domain.leases import token_hash
+from gateway.errors import Conflict, InvalidRequest, NotFound, Refusal
 from gateway.store.records import Principal
-from tests.harness import TENANT, World
+from tests.harness import OPS, TENANT, World, contract
 
 pytestmark = pytest.mark.anyio
 
@@ -166,3 +168,29 @@ async def test_every_change_is_recorded_with_who_and_when_and_never_the_key(worl
     assert key not in text and new_key not in text and api_key_hash(key) not in text
     only = (await world.store.list_key_events(TENANT, key_id=new.key_id)).items
     assert [e.type for e in only] == ["key_created", "key_revoked"]
+
+
+async def test_revoking_a_key_ends_the_leases_it_granted_and_only_those(world: World) -> None:
+    _, key = await create(world, "bot")
+    bot = Principal("bot", TENANT, key.roles, key_id=key.key_id)
+    run = await world.store.create_run(OPS, parse_contract(contract()))
+    grant = await world.store.acquire_lease(bot, run.run_id, "worker-1", takeover=False)
+    other = await world.new_run()  # leased by a bootstrap key: no key id
+    assert (await world.call(grant.token, "t__write", {"text": "before"})).code is None
+
+    await world.store.revoke_api_key(ADMIN, key.key_id, reason="leaked")
+    assert (await world.call(grant.token, "t__write", {"text": "after"})).code == "lease_revoked"
+    assert (await world.call(grant.token, "t__read", {"q": "a"})).code == "lease_revoked"
+    assert [args["text"] for tool, args in world.tools.effects if tool == "write"] == ["before"]
+    with pytest.raises(Refusal) as refused:
+        await world.store.renew_lease(token_hash(grant.token))
+    assert refused.value.code == "lease_revoked"
+    assert (await world.run(run.run_id)).lease_revoked_at == world.clock.now()
+    [ended] = [e for e in await world.events(run.run_id) if e.type == "lease_revoked"]
+    assert (ended.data["key_id"], ended.data["epoch"], ended.data["by"]) == (key.key_id, grant.epoch, "root")
+    assert (await world.call(other.token, "t__write", {"text": "other"})).code is None
+
+    # A revoked lease holds nothing: a valid key leases the run again without a takeover.
+    fresh = await world.store.acquire_lease(OPS, run.run_id, "worker-1", takeover=False)
+    assert (await world.run(run.run_id)).lease_revoked_at is None
+    assert (await world.call(fresh.token, "t__write", {"text": "after"})).code is None

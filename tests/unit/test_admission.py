@@ -60,6 +60,13 @@ def test_a_lease_is_expired_at_its_expiry_instant_and_live_just_before() -> None
     assert refusal is not None and refusal.code == "lease_expired"
 
 
+def test_a_revoked_lease_is_refused_before_its_expiry_and_a_superseded_one_stays_superseded() -> None:
+    revoked = _run(lease_revoked_at=NOW - 1)
+    assert _code(revoked, _write()) == "lease_revoked"
+    assert _code(revoked, _read(), NOW + 300) == "lease_revoked"  # renewing would not help
+    assert _code(replace(revoked, epoch=4), _read()) == "lease_superseded"
+
+
 def test_a_run_without_a_lease_refuses_as_lease_expired() -> None:
     assert _code(_run(lease_expires_at=None), _read()) == "lease_expired"
 
