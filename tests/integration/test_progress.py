@@ -261,7 +261,7 @@ async def test_a_superseded_worker_claiming_completion_reads_nothing_again(world
     run_id, first = await world.start(milestones=[{"id": "inventory", "checks": [{"artifact": "inventory"}]}])
     inventory = world.artifact("inventory.json", INVENTORY)
     async with worker(world, first) as c:
-        err, body, _ = await call(
+        _, body, _ = await call(
             c, "warrant_milestone", {"milestone_id": "inventory", "evidence": {"artifacts": [inventory]}}
         )
         assert body["milestone"]["status"] == "verified", body
@@ -269,7 +269,7 @@ async def test_a_superseded_worker_claiming_completion_reads_nothing_again(world
         await c.post(f"/api/runs/{run_id}/lease", json={"worker": "b", "takeover": True})
     (world.root / "inventory.json").write_bytes(b"[]")
     async with worker(world, first) as c:
-        err, body, _ = await call(c, "warrant_complete", {"summary": "done"})
+        _, body, _ = await call(c, "warrant_complete", {"summary": "done"})
         assert body["error"]["code"] == "lease_superseded"
     async with world.client("op") as c:
         run = (await c.get(f"/api/runs/{run_id}")).json()
