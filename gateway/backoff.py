@@ -6,6 +6,10 @@ import asyncio
 import random
 from collections.abc import Callable
 
+# Jitter from a generator of its own: drawing from the `random` module's shared state would disturb
+# anything in the process that seeds it (property-based tests among them) and be disturbed by it.
+JITTER = random.Random()
+
 
 def backoff_delay(
     attempt: int,
@@ -13,7 +17,7 @@ def backoff_delay(
     initial: float = 0.1,
     factor: float = 2.0,
     cap: float = 30.0,
-    rng: Callable[[], float] = random.random,
+    rng: Callable[[], float] = JITTER.random,
 ) -> float:
     """Seconds to wait before retry number `attempt` (1, 2, ...).
 

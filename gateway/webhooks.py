@@ -26,12 +26,11 @@ import contextlib
 import hashlib
 import hmac
 import logging
-import random
 from collections.abc import Callable, Sequence
 
 import httpx
 
-from gateway.backoff import backoff_delay
+from gateway.backoff import JITTER, backoff_delay
 from gateway.clock import Clock
 from gateway.config import Webhook
 from gateway.store.base import Delivery, Store
@@ -74,7 +73,7 @@ class Deliverer:
         *,
         timeout: float,
         transport: httpx.AsyncBaseTransport | None = None,
-        rng: Callable[[], float] = random.random,
+        rng: Callable[[], float] = JITTER.random,
     ) -> None:
         self._store = store
         self._clock = clock
