@@ -5,9 +5,11 @@ several stores (replicas) on one database. The contract itself runs on both back
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterator
 from importlib import resources
+from typing import Any
 
 import psycopg
 import pytest
@@ -20,7 +22,7 @@ from gateway.gate import Gate
 from gateway.store import postgres_db, sqlite_db
 from gateway.store.factory import open_store, serving
 from gateway.store.postgres import PostgresStore
-from gateway.store.postgres_db import Row, pending_migrations, sql
+from gateway.store.postgres_db import PostgresDatabase, Row, pending_migrations, sql
 from tests.harness import LEDGER_KEY, OPS, Tools, code_of, contract, open_world
 from tests.harness_postgres import PostgresBackend, ensure_database
 
@@ -192,3 +194,36 @@ async def test_a_replica_whose_clock_is_ten_minutes_ahead_grants_leases_and_dead
         assert abs(renewed.expires_at - (real + 300)) < 5
     finally:
         await store.close()
+
+
+async def test_a_transaction_that_keeps_failing_to_serialize_is_a_retryable_store_error_after_the_bound(
+    postgres_session: PostgresBackend,
+) -> None:
+    db = PostgresDatabase(postgres_session.url, max_size=2)
+    await db.open()
+    runs: list[int] = []
+
+    def conflicted(conn: Any) -> None:
+        runs.append(1)
+        conn.execute("DO $$ BEGIN RAISE EXCEPTION 'conflict' USING ERRCODE = '40001'; END $$")
+
+    def broken(conn: Any) -> None:
+        runs.append(1)
+        conn.execute("SELECT 1 / 0")
+
+    def carries_on(conn: Any) -> None:
+        with contextlib.suppress(StoreError, psycopg.Error):
+            conn.execute("SELECT 1 / 0")
+
+    try:
+        with pytest.raises(StoreError) as refused:
+            await db.transaction(conflicted, durable=True)
+        assert refused.value.retryable and len(runs) == postgres_db.MAX_ATTEMPTS
+        runs.clear()
+        with pytest.raises(StoreError):
+            await db.transaction(broken, durable=True)
+        assert len(runs) == 1  # not a conflict: not run again
+        with pytest.raises(StoreError):  # COMMIT would have answered ROLLBACK, silently
+            await db.transaction(carries_on, durable=True)
+    finally:
+        await db.close()
