@@ -219,6 +219,7 @@ class World:
         self.url = f"http://127.0.0.1:{self.port}"
         self.gateway: subprocess.Popen[bytes] | None = None
         self.gateway_log = folder / "gateway.log"
+        self.tool_timeout = TOOL_TIMEOUT  # a case may set its own before it starts the gateway
         self.starts = 0
         self.artifacts = folder / "artifacts"  # the gateway's artifact_roots: evidence it may read
         self.webhooks: list[dict[str, Any]] = []  # {url, events?}: receivers of the watchdog's alerts
@@ -241,10 +242,10 @@ class World:
         for service, name in ((self.crm, "crm"), (self.mail, "email")):
             adapter = read_yaml(ROOT / "adapters" / f"{name}.yaml")
             adapter["base_url"] = service.url
-            adapter["timeout"] = TOOL_TIMEOUT
+            adapter["timeout"] = self.tool_timeout
             for tool in adapter["tools"].values():
                 if "timeout" in tool:
-                    tool["timeout"] = TOOL_TIMEOUT
+                    tool["timeout"] = self.tool_timeout
             (self.folder / f"{name}.yaml").write_text(json.dumps(adapter, indent=1))
         (self.folder / "policy.yaml").write_text(POLICY)
         config = {

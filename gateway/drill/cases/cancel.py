@@ -39,9 +39,13 @@ import httpx
 
 from gateway.drill.case import Findings, Mode, case
 from gateway.drill.cases.common import actions_of, contacts, messages
-from gateway.drill.world import TOOL_TIMEOUT, Agent, Service, World
+from gateway.drill.world import Agent, Service, World
 
-DELAY = 1.0  # seconds a destination holds the write: well inside the tool timeout, so it can still confirm
+# The case's own write timeout and the destination's hold inside it: the cancel must land in the
+# hold, before the answer (and in restart mode before the failpoint that kills the gateway on it),
+# from a drill process that may share two cores with other cases.
+TOOL_TIMEOUT = 5.0
+DELAY = 3.0  # seconds a destination holds the write: well inside the tool timeout, so it can still confirm
 MARGIN = 0.6  # seconds past the tool timeout before a reconcile: a destination's "no such key" counts then
 BOUND = 60.0  # seconds: the bound on any one wait of this case
 
@@ -79,6 +83,7 @@ HARD = Write("hard", "email__send", lambda w: w.mail, "/messages", "before_settl
 async def cancelled_write(world: World, mode: Mode, f: Findings) -> None:
     started = time.monotonic()
     restart = mode == "restart"
+    world.tool_timeout = TOOL_TIMEOUT
     await world.start_gateway({SOFT.failpoint: {"tool": SOFT.tool}} if restart else None)
     waiting = await wait_for_approval_and_cancel(world, mode, f)
     await in_flight(world, mode, f, SOFT, then={HARD.failpoint: {"tool": HARD.tool}})
