@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import socket
 import sqlite3
 import threading
@@ -40,7 +41,9 @@ _RUN_STATE_SQL = f"SELECT {RUN_STATE_COLUMNS} FROM runs WHERE run_id = ?"
 
 
 def default_process_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{new_id('p')[2:10]}"
+    """host:pid:random — unique per store opened, also for two stores opened in one process at once
+    (PostgreSQL replicas tell each other's in-flight actions apart by it)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 class SQLiteBase:

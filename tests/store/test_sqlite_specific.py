@@ -105,3 +105,10 @@ async def test_the_aiosqlite_internals_the_store_runs_its_transactions_through_a
         assert same and thread != threading.get_ident()
     finally:
         await conn.close()
+
+
+def test_process_ids_differ_for_stores_opened_at_once() -> None:
+    from gateway.store.sqlite_base import default_process_id
+
+    ids = {default_process_id() for _ in range(1000)}
+    assert len(ids) == 1000  # not derived from the clock: one process opening two stores tells them apart
