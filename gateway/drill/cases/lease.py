@@ -17,7 +17,10 @@ from gateway.drill.cases.common import actions_of, contacts, messages
 from gateway.drill.world import WAIT, Agent, DrillError, Reply, World
 
 TOOL = "crm__create_contact"
-DELAY = 1.5  # seconds the CRM sits on the old worker's in-flight write (the tool timeout is 2 s)
+# The case's own write timeout and the CRM's hold on the old worker's in-flight write inside it: the
+# takeover must land in the hold also when the drill shares two cores with other cases.
+TOOL_TIMEOUT = 5.0
+DELAY = 3.0
 
 
 @case(
@@ -35,6 +38,7 @@ async def superseded_worker(world: World, mode: Mode, f: Findings) -> None:
     mail = {"to": f"superseded-{mode}@partner.example", "subject": "Superseded", "body": f"drill {mode}"}
     # restart: SIGKILL once the CRM answers the old worker's in-flight write, after the takeover
     # (the first hit of the tool is the old worker's opening call, which passes).
+    world.tool_timeout = TOOL_TIMEOUT
     await world.start_gateway({"after_dispatch": {"tool": TOOL, "skip": 1}} if mode == "restart" else None)
     run_id, old = await world.start_run("worker-1")
 
