@@ -345,31 +345,31 @@ class World:
         run_id = await self.create_run(**overrides)
         return run_id, await self.lease(run_id, worker)
 
-    async def actions(self, run_id: str) -> list[dict[str, Any]]:
+    async def _all(self, path: str, limit: int) -> list[dict[str, Any]]:
+        """Every item of a paginated list the auditor may read, following `next_cursor`."""
         items: list[dict[str, Any]] = []
         cursor: str | None = None
         while True:
-            params = {"limit": "500", **({"cursor": cursor} if cursor else {})}
-            page = await self.ok("GET", f"/api/runs/{run_id}/actions", "auditor", params=params)
+            params = {"limit": str(limit), **({"cursor": cursor} if cursor else {})}
+            page = await self.ok("GET", path, "auditor", params=params)
             items += page["items"]
             cursor = page.get("next_cursor")
             if not cursor:
                 return items
+
+    async def actions(self, run_id: str) -> list[dict[str, Any]]:
+        return await self._all(f"/api/runs/{run_id}/actions", 500)
+
+    async def events(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's history, oldest first."""
+        return await self._all(f"/api/runs/{run_id}/events", 1000)
 
     async def run(self, run_id: str) -> dict[str, Any]:
         run: dict[str, Any] = await self.ok("GET", f"/api/runs/{run_id}", "auditor")
         return run
 
     async def runs(self) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        cursor: str | None = None
-        while True:
-            params = {"limit": "200", **({"cursor": cursor} if cursor else {})}
-            page = await self.ok("GET", "/api/runs", "auditor", params=params)
-            items += page["items"]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                return items
+        return await self._all("/api/runs", 200)
 
     async def approvals(self, run_id: str, status: str = "pending") -> list[dict[str, Any]]:
         page = await self.ok("GET", "/api/approvals", "approver", params={"status": status, "run_id": run_id})

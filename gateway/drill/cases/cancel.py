@@ -38,7 +38,7 @@ from typing import Any
 import httpx
 
 from gateway.drill.case import Findings, Mode, case
-from gateway.drill.cases.common import actions_of, contacts, messages
+from gateway.drill.cases.common import actions_of, contacts, messages, settlements
 from gateway.drill.world import Agent, Service, World
 
 # The case's own write timeout and the destination's hold inside it: the cancel must land in the
@@ -166,8 +166,8 @@ async def in_flight(world: World, mode: Mode, f: Findings, write: Write, then: d
 
     # What was first recorded: the history is kept, whatever a lookup (the watchdog's too) did since.
     # The cancel must have come while the write was in flight: before its first settlement.
-    history = await events_of(world, run_id)
-    first = (await settlements(world, run_id, action_id, history) or ["none"])[0]
+    history = await world.events(run_id)
+    first = ([e["status"] for e in await settlements(world, run_id, action_id, history)] or ["none"])[0]
     cancelled = [e["seq"] for e in history if e["type"] == "run_cancelled"]
     settled = [e["seq"] for e in history if e["type"] == "action_settled" and e["data"].get("action_id") == action_id]
     f.expect(
@@ -201,11 +201,11 @@ async def in_flight(world: World, mode: Mode, f: Findings, write: Write, then: d
     rows = write.rows(world, target)
     outcome_matches_rows(f, kind, final, rows)
     if final["status"] == "succeeded":
-        events = [e["type"] for e in await events_of(world, run_id)]
+        events = [e["type"] for e in await world.events(run_id)]
         f.expect("effect_after_cancel" in events, f"{kind}: a success after the cancel raised no effect_after_cancel")
     if kind == "soft":
         await successor(world, f, run_id, agent, write, mode)
-    path = " -> ".join(await settlements(world, run_id, action_id))
+    path = " -> ".join(e["status"] for e in await settlements(world, run_id, action_id))
     f.saw(f"{kind}: cancel {answered}; agent: {reply.code or 'ok'}; {path}; {len(rows)} row")
 
 
@@ -279,8 +279,8 @@ async def successor(world: World, f: Findings, run_id: str, old: Agent, write: W
     old_reply = await old.call(write.tool, write.arguments(f"cancel-{kind}-{mode}-old-token@acme.example"))
     f.equal(old_reply.code, "run_cancelled", f"{kind}: the old lease token after the successor")
     f.equal(await world.actions(new_id), [], f"{kind}: actions of the successor before it has a worker")
-    recorded = [e for e in await events_of(world, run_id) if e["type"] == "successor_created"]
-    created = [e for e in await events_of(world, new_id) if e["type"] == "run_created"]
+    recorded = [e for e in await world.events(run_id) if e["type"] == "successor_created"]
+    created = [e for e in await world.events(new_id) if e["type"] == "run_created"]
     f.expect(
         any(e["data"].get("successor_run_id") == new_id and e["data"].get("by") == "operator" for e in recorded),
         f"{kind}: the predecessor's history does not record the operator's successor",
@@ -326,26 +326,3 @@ def outcome_matches_rows(f: Findings, kind: str, action: dict[str, Any], rows: l
 
 async def action(world: World, run_id: str, action_id: str) -> dict[str, Any]:
     return next(a for a in await world.actions(run_id) if a["action_id"] == action_id)
-
-
-async def settlements(
-    world: World, run_id: str, action_id: str, history: list[dict[str, Any]] | None = None
-) -> list[str]:
-    """The statuses the action was settled to, in the order its history records them."""
-    return [
-        e["data"]["status"]
-        for e in (history if history is not None else await events_of(world, run_id))
-        if e["type"] == "action_settled" and e["data"].get("action_id") == action_id
-    ]
-
-
-async def events_of(world: World, run_id: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    cursor: str | None = None
-    while True:
-        params = {"limit": "1000", **({"cursor": cursor} if cursor else {})}
-        page = await world.ok("GET", f"/api/runs/{run_id}/events", "auditor", params=params)
-        items += page["items"]
-        cursor = page.get("next_cursor")
-        if not cursor:
-            return items

@@ -34,10 +34,11 @@ def messages(world: World, to: str) -> list[dict[str, Any]]:
     return world.mail.rows("messages", "to_address = ?", (to,))
 
 
-async def settlements(world: World, run_id: str, action_id: str) -> list[dict[str, Any]]:
-    """The `action_settled` entries of one action in the run's history, oldest first: how it was
-    recorded when its answer came, and each reconciliation after."""
-    page = await world.ok("GET", f"/api/runs/{run_id}/events", "auditor", params={"limit": "1000"})
-    return [
-        e["data"] for e in page["items"] if e["type"] == "action_settled" and e["data"].get("action_id") == action_id
-    ]
+async def settlements(
+    world: World, run_id: str, action_id: str, history: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The `action_settled` entries of one action in the run's history (`history` when the caller
+    has read it already), oldest first: how it was recorded when its answer came, and each
+    reconciliation after."""
+    events = history if history is not None else await world.events(run_id)
+    return [e["data"] for e in events if e["type"] == "action_settled" and e["data"].get("action_id") == action_id]

@@ -138,8 +138,7 @@ async def superseded_worker(world: World, mode: Mode, f: Findings) -> None:
 
 async def _takeover_at(world: World, run_id: str) -> datetime | None:
     """When the store granted the lease over (the run's history)."""
-    page = await world.ok("GET", f"/api/runs/{run_id}/events", "auditor", params={"limit": "1000"})
-    grants = [e["at"] for e in page["items"] if e["type"] == "lease_granted" and e["data"].get("takeover")]
+    grants = [e["at"] for e in await world.events(run_id) if e["type"] == "lease_granted" and e["data"].get("takeover")]
     return _instant(grants[0]) if grants else None
 
 

@@ -75,8 +75,7 @@ async def receiving(world: World) -> AsyncIterator[Receiver]:
 
 async def alert_entries(world: World, run_id: str) -> list[dict[str, Any]]:
     """The run's `alert` entries (GET /api/runs/{id}/events), oldest first."""
-    page = await world.ok("GET", f"/api/runs/{run_id}/events", "auditor", params={"limit": "1000"})
-    return [e for e in page["items"] if e["type"] == "alert"]
+    return [e for e in await world.events(run_id) if e["type"] == "alert"]
 
 
 async def alerts(world: World, run_id: str) -> Counter[str]:
