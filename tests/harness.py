@@ -220,7 +220,34 @@ class Backend(Protocol):
     def set_head(self, run_id: str, *, seq: int, hash: str) -> None: ...
 
 
-class SQLiteBackend:
+class Tampering:
+    """What a test does to the ledger behind the store's back, over the back end's own `_execute`
+    (a list of statements with `?` placeholders run in one transaction, the last one's rows)."""
+
+    def _execute(self, *statements: tuple[str, tuple[Any, ...]]) -> Any:
+        raise NotImplementedError
+
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._execute(("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,)))
+        return [dict(row) for row in rows]
+
+    def set_event(self, run_id: str, seq: int, **columns: Any) -> None:
+        assignments = ", ".join(f"{column} = ?" for column in columns)
+        sql = f"UPDATE events SET {assignments} WHERE run_id = ? AND seq = ?"
+        self._execute((sql, (*columns.values(), run_id, seq)))
+
+    def delete_events(self, run_id: str, *seqs: int) -> None:
+        self._execute(*(("DELETE FROM events WHERE run_id = ? AND seq = ?", (run_id, seq)) for seq in seqs))
+
+    def swap_events(self, run_id: str, a: int, b: int) -> None:
+        move = "UPDATE events SET seq = ? WHERE run_id = ? AND seq = ?"
+        self._execute((move, (-1, run_id, a)), (move, (a, run_id, b)), (move, (b, run_id, -1)))
+
+    def set_head(self, run_id: str, *, seq: int, hash: str) -> None:
+        self._execute(("UPDATE chain_heads SET seq = ?, hash = ? WHERE run_id = ?", (seq, hash, run_id)))
+
+
+class SQLiteBackend(Tampering):
     """The SQLite store on a file; tampering goes through plain sqlite3, outside the store."""
 
     name = "sqlite"
@@ -243,25 +270,6 @@ class SQLiteBackend:
             return rows
         finally:
             conn.close()
-
-    def events(self, run_id: str) -> list[dict[str, Any]]:
-        rows = self._execute(("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,)))
-        return [dict(row) for row in rows]
-
-    def set_event(self, run_id: str, seq: int, **columns: Any) -> None:
-        assignments = ", ".join(f"{column} = ?" for column in columns)
-        sql = f"UPDATE events SET {assignments} WHERE run_id = ? AND seq = ?"
-        self._execute((sql, (*columns.values(), run_id, seq)))
-
-    def delete_events(self, run_id: str, *seqs: int) -> None:
-        self._execute(*(("DELETE FROM events WHERE run_id = ? AND seq = ?", (run_id, seq)) for seq in seqs))
-
-    def swap_events(self, run_id: str, a: int, b: int) -> None:
-        move = "UPDATE events SET seq = ? WHERE run_id = ? AND seq = ?"
-        self._execute((move, (-1, run_id, a)), (move, (a, run_id, b)), (move, (b, run_id, -1)))
-
-    def set_head(self, run_id: str, *, seq: int, hash: str) -> None:
-        self._execute(("UPDATE chain_heads SET seq = ?, hash = ? WHERE run_id = ?", (seq, hash, run_id)))
 
 
 def edited_body(body: str, **data: Any) -> str:

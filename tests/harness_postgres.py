@@ -22,7 +22,7 @@ from psycopg.rows import dict_row
 from gateway.clock import ManualClock
 from gateway.store.base import Store
 from gateway.store.postgres import PostgresStore
-from tests.harness import LEDGER_KEY
+from tests.harness import LEDGER_KEY, Tampering
 
 SERVER = os.environ.get("WARRANT_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432")
 DATABASE = "warrant_test"
@@ -52,7 +52,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-class PostgresBackend:
+class PostgresBackend(Tampering):
     """The PostgreSQL store in one schema; tampering goes through plain psycopg, outside the store."""
 
     name = "postgres"
@@ -113,21 +113,3 @@ class PostgresBackend:
                 cursor = conn.execute(statement.replace("?", "%s"), params)  # type: ignore[arg-type]
                 rows = cursor.fetchall() if cursor.description else []
             return rows
-
-    def events(self, run_id: str) -> list[dict[str, Any]]:
-        return self._execute(("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,)))
-
-    def set_event(self, run_id: str, seq: int, **columns: Any) -> None:
-        assignments = ", ".join(f"{column} = ?" for column in columns)
-        sql = f"UPDATE events SET {assignments} WHERE run_id = ? AND seq = ?"
-        self._execute((sql, (*columns.values(), run_id, seq)))
-
-    def delete_events(self, run_id: str, *seqs: int) -> None:
-        self._execute(*(("DELETE FROM events WHERE run_id = ? AND seq = ?", (run_id, seq)) for seq in seqs))
-
-    def swap_events(self, run_id: str, a: int, b: int) -> None:
-        move = "UPDATE events SET seq = ? WHERE run_id = ? AND seq = ?"
-        self._execute((move, (-1, run_id, a)), (move, (a, run_id, b)), (move, (b, run_id, -1)))
-
-    def set_head(self, run_id: str, *, seq: int, hash: str) -> None:
-        self._execute(("UPDATE chain_heads SET seq = ?, hash = ? WHERE run_id = ?", (seq, hash, run_id)))
