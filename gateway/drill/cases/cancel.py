@@ -265,10 +265,18 @@ async def successor(world: World, f: Findings, run_id: str, old: Agent, write: W
         f.equal(answer.status_code, 403, f"{kind}: a successor asked for by the {role}")
     before = await world.run(run_id)
     made = await world.ok("POST", f"/api/runs/{run_id}/successor", json={"reason": f"drill: go on after {kind}"})
+    after = await world.run(run_id)
     new_id = made["run_id"]
-    for dim in ("spend", "tool_calls", "writes"):
-        limit = Decimal(str(made["budgets"][dim]["limit"]))
-        f.equal(limit, remaining(before["budgets"][dim]), f"{kind}: the successor's {dim} limit")
+    # The successor is made from one state of the predecessor: the one read before it or, where a
+    # lookup (the watchdog's) settled the aborted write in between, the one read after it.
+    dims = ("spend", "tool_calls", "writes")
+    limits = {dim: Decimal(str(made["budgets"][dim]["limit"])) for dim in dims}
+    snapshots = [{dim: remaining(state["budgets"][dim]) for dim in dims} for state in (before, after)]
+    f.expect(
+        limits in snapshots,
+        f"{kind}: the successor's limits {fmt(limits)} are the remaining budget of neither the predecessor "
+        f"before it {fmt(snapshots[0])} nor after it {fmt(snapshots[1])}",
+    )
     seconds = made["budgets"]["active_seconds"]["limit"]
     was = before["budgets"]["active_seconds"]["remaining"]
     f.expect(was - 3 <= seconds <= was, f"{kind}: successor's active_seconds {seconds}, the predecessor had {was} left")
@@ -301,6 +309,10 @@ async def successor(world: World, f: Findings, run_id: str, old: Agent, write: W
 
 def remaining(budget: dict[str, Any]) -> Decimal:
     return Decimal(str(budget["limit"])) - Decimal(str(budget["spent"])) - Decimal(str(budget["reserved"]))
+
+
+def fmt(limits: dict[str, Decimal]) -> str:
+    return ", ".join(f"{dim} {value}" for dim, value in limits.items())
 
 
 # -- evidence --------------------------------------------------------------------------------------
