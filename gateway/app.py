@@ -26,7 +26,7 @@ from gateway.api.routes import error_response
 from gateway.api.routes import routes as api_routes
 from gateway.api.tools import routes as tool_routes
 from gateway.catalog import Catalog
-from gateway.clock import Clock, SystemClock
+from gateway.clock import Clock, OffsetClock, SystemClock
 from gateway.config import Settings, load_adapter
 from gateway.errors import ConfigError, NotFound
 from gateway.evidence import build_fetcher
@@ -79,6 +79,12 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
     """Raises: ConfigError for an invalid catalog (before anything is opened). Tools a downstream
     MCP server lists are checked once the adapters started, in the lifespan: a problem stops it."""
     clock = clock or SystemClock()
+    if settings.clock_offset_s:
+        log.warning(
+            "DRILL MODE: this process's clock is %+g s off; never run a deployment like this",
+            settings.clock_offset_s,
+        )
+        clock = OffsetClock(clock, settings.clock_offset_s)
     catalog, adapters = build_catalog(settings, extra_adapters)
     tracing.configure(os.environ)  # OpenTelemetry's own variables; traces stay off without them
 
@@ -99,6 +105,9 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
             open_store(settings.database, clock=clock, ledger_key=settings.ledger_key) as store,
             running(server),
         ):
+            # Every expiry is decided on the store's time: on PostgreSQL the database's clock,
+            # which every replica shares (this process's clock corrected, outside transactions).
+            store_clock = store.clock
             orphans = await store.mark_orphans_unknown()
             if orphans:
                 log.warning(
@@ -114,19 +123,19 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                     pins.follow(adapter)
                 await start_adapters(adapters, started)
                 catalog.check()  # downstream tools are listed now: a collision stops start-up here
-                gate = Gate(store, catalog, clock)
+                gate = Gate(store, catalog, store_clock)
                 watchdog = Watchdog(
-                    store, clock, settings.watchdog, settings.webhooks, catalog=catalog, metrics=gate.metrics
+                    store, store_clock, settings.watchdog, settings.webhooks, catalog=catalog, metrics=gate.metrics
                 )
-                deliverer = Deliverer(store, clock, settings.webhooks, timeout=settings.watchdog.delivery_timeout)
+                deliverer = Deliverer(store, store_clock, settings.webhooks, timeout=settings.watchdog.delivery_timeout)
                 fetcher = build_fetcher(settings)
-                progress = Progress(gate, fetcher, clock, settings.validators)
+                progress = Progress(gate, fetcher, store_clock, settings.validators)
                 gate.progress = progress
                 app.state.gateway = Gateway(
                     store,
                     catalog,
                     gate,
-                    clock,
+                    store_clock,
                     adapters,
                     settings.api_keys,
                     pins=pins,

@@ -20,6 +20,18 @@ class SystemClock:
         return time.time()
 
 
+class OffsetClock:
+    """Another clock moved by a fixed offset: the drill's replica whose clock is wrong
+    (`drill: {clock_offset_s: ...}`); never in a deployment."""
+
+    def __init__(self, base: Clock, offset: float) -> None:
+        self._base = base
+        self.offset = offset
+
+    def now(self) -> float:
+        return self._base.now() + self.offset
+
+
 class ManualClock:
     """A clock that only moves when told to."""
 

@@ -115,6 +115,8 @@ class DrillEntry(BaseModel):
         Literal["after_admit", "after_dispatch", "before_settle", "inside_settle", "during_resume"], FailpointEntry
     ] = {}
     sabotage: list[Literal["fencing", "budget", "idempotency", "approval"]] = []
+    # Seconds this process's clock is wrong by (a replica whose clock is ahead: positive).
+    clock_offset_s: float = Field(default=0.0, ge=-86_400, le=86_400)
 
 
 class ConfigFile(BaseModel):
@@ -219,6 +221,7 @@ class Settings:
     # The failure drill's failpoints and sabotaged safeguards (gateway/failpoints.py); empty: off.
     failpoints: Mapping[str, FailpointEntry] = field(default_factory=dict)
     sabotage: tuple[str, ...] = ()
+    clock_offset_s: float = 0.0  # the drill's wrong clock; 0: off
 
 
 def find_config(explicit: str | None) -> Path:
@@ -288,6 +291,7 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         validators=validators,
         failpoints={str(name): entry for name, entry in raw.drill.failpoints.items()},
         sabotage=tuple(raw.drill.sabotage),
+        clock_offset_s=raw.drill.clock_offset_s,
     )
 
 

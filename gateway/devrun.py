@@ -103,7 +103,7 @@ def run() -> int:
     )
     print(
         '    curl -s -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" '
-        "-d '{\"worker\": \"agent-1\"}' http://127.0.0.1:8700/api/runs/RUN_ID/lease",
+        '-d \'{"worker": "agent-1"}\' http://127.0.0.1:8700/api/runs/RUN_ID/lease',
         flush=True,
     )
     print("  connect a client with the lease token (README: Connecting an agent):", flush=True)

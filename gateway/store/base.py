@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.clock import Clock
 from gateway.domain.admission import CallFacts
 from gateway.domain.contract import Contract
 from gateway.domain.keys import ApiKeyRecord, KeyEvent
@@ -92,6 +93,12 @@ class ApprovalPending:
 
 class Store(abc.ABC):
     """Raises (every method): StoreError when the database cannot answer within its bound."""
+
+    @property
+    @abc.abstractmethod
+    def clock(self) -> Clock:
+        """The store's time, the one every expiry is decided on: the clock it was given, or on
+        PostgreSQL the database's (shared by every replica)."""
 
     # -- lifecycle -------------------------------------------------------------------------
     @abc.abstractmethod

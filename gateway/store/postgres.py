@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -56,10 +55,10 @@ class PostgresStore(SQLiteStore):
         process is taken for gone, as with SQLite's one server per file)."""
         super().__init__(":memory:", clock=clock, ledger_key=ledger_key, process_id=process_id)
         self._url = postgres_url(url)
-        db = PostgresDatabase(self._url, max_size=pool_size, database_time=database_time)
+        db = PostgresDatabase(self._url, max_size=pool_size, database_time=database_time, local=clock.now)
         self._db = db  # type: ignore[assignment]
         if database_time:
-            self._clock = DatabaseClock(db)
+            self._clock = DatabaseClock(db, clock)
         self._alive: psycopg.Connection[Any] | None = None
         self._liveness = replica_liveness
 
@@ -120,9 +119,10 @@ class DatabaseClock:
     extend a lease or an approval. Outside one, this process's clock corrected by the skew the
     last transaction saw."""
 
-    def __init__(self, db: PostgresDatabase) -> None:
+    def __init__(self, db: PostgresDatabase, local: Clock) -> None:
         self._db = db
+        self._local = local
 
     def now(self) -> float:
         at = self._db.now()
-        return at if at is not None else time.time() + self._db.skew
+        return at if at is not None else self._local.now() + self._db.skew

@@ -207,7 +207,13 @@ class PostgresDatabase:
     """
 
     def __init__(
-        self, url: str, *, min_size: int = POOL_MIN, max_size: int = POOL_MAX, database_time: bool = False
+        self,
+        url: str,
+        *,
+        min_size: int = POOL_MIN,
+        max_size: int = POOL_MAX,
+        database_time: bool = False,
+        local: Callable[[], float] = time.time,
     ) -> None:
         self.url = url
         self._min = min_size
@@ -215,6 +221,7 @@ class PostgresDatabase:
         self.database_time = database_time
         self._now = _TransactionTime()
         self.skew = 0.0  # the database's clock minus this process's, as last seen by a transaction
+        self._local = local  # this process's clock
         self._max = max_size
         self._pool: ConnectionPool[psycopg.Connection[Row]] | None = None
         self._threads: concurrent.futures.ThreadPoolExecutor | None = None
@@ -364,7 +371,7 @@ class PostgresDatabase:
             raise
         assert row is not None
         self._now.at = row[0]
-        self.skew = row[0] - time.time()
+        self.skew = row[0] - self._local()
         try:
             return _once(pg, fn, None)
         finally:

@@ -61,6 +61,10 @@ class SQLiteBase:
         self._bodies = KnownBodies()
 
     @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
     def process_id(self) -> str:
         return self._process_id
 

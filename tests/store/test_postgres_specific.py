@@ -192,6 +192,11 @@ async def test_a_replica_whose_clock_is_ten_minutes_ahead_grants_leases_and_dead
         assert abs(grant.expires_at - (real + 300)) < 5
         renewed = await store.renew_lease(token_hash(grant.token))
         assert abs(renewed.expires_at - (real + 300)) < 5
+        # Outside a transaction the store's clock (what the gate and the watchdog read) is this
+        # replica's own clock corrected by the skew the last transaction saw: the database's.
+        assert abs(store.clock.now() - time.time()) < 5
+        ahead.advance(30)  # this replica's clock runs on; the correction follows it
+        assert abs(store.clock.now() - (time.time() + 30)) < 5
     finally:
         await store.close()
 

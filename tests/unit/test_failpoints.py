@@ -66,6 +66,10 @@ def test_the_drill_section_is_read_and_checked(tmp_path: Path) -> None:
         load_settings(_config(tmp_path, "drill:\n  failpoints:\n    after_lunch: {}\n"), env)
     with pytest.raises(ConfigError, match="sabotage"):
         load_settings(_config(tmp_path, "drill:\n  sabotage: [seatbelts]\n"), env)
+    assert plain.clock_offset_s == 0
+    assert load_settings(_config(tmp_path, "drill:\n  clock_offset_s: 600\n"), env).clock_offset_s == 600
+    with pytest.raises(ConfigError, match="clock_offset_s"):
+        load_settings(_config(tmp_path, "drill:\n  clock_offset_s: 1e9\n"), env)
 
 
 def test_a_kill_fires_once_at_the_matching_hit_and_is_a_sigkill() -> None:
