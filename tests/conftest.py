@@ -9,7 +9,7 @@ import pytest
 
 from gateway.clock import ManualClock
 from tests.harness import Backend, SQLiteBackend, World, open_world
-from tests.harness_postgres import PostgresBackend, ensure_database
+from tests.harness_postgres import PostgresBackend
 
 
 @pytest.fixture
@@ -19,13 +19,13 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def postgres_session() -> Iterator[PostgresBackend]:
-    """The session's migrated schema on the local PostgreSQL server (tests/harness_postgres.py)."""
-    yield from PostgresBackend.session(ensure_database())
+    """The session's database on the local PostgreSQL server (tests/harness_postgres.py)."""
+    yield from PostgresBackend.session()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    """Each store contract test runs on both back ends: a fresh SQLite file, or an emptied schema."""
+    """Each store contract test runs on both back ends: a fresh SQLite file, or an emptied PostgreSQL database."""
     if request.param == "sqlite":
         return SQLiteBackend(tmp_path / "warrant.db")
     postgres: PostgresBackend = request.getfixturevalue("postgres_session")

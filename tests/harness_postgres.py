@@ -1,20 +1,19 @@
-"""The PostgreSQL backend of tests/harness.py: one schema per test session, emptied before each test.
+"""The PostgreSQL backend of tests/harness.py: one database per test session, emptied before each test.
 
 The server is `WARRANT_TEST_POSTGRES` (default: the local one, 127.0.0.1:5432, trust auth, user
-postgres; `.ci/run` starts it). The tests use a database of their own, `warrant_test`, created
-when missing. A test session migrates one schema of its own (`t_<pid>_<random>`; the store's
-connections reach it through `search_path`) and deletes every row before each test: a fresh
-schema per test cost ~0.4 s (its migrations and its drop), deleting the rows ~10 ms
-(docs/postgres.md, "Tests"). Schemas left by a session that was killed are dropped by the next.
+postgres; `.ci/run` starts it). Tests create and drop their own databases (`fresh_database`):
+a test session creates one (`warrant_test_<pid>_<random>`), migrates it once and deletes every
+row before each test; a fresh database per test cost 0.3-0.7 s, deleting the rows ~10 ms
+(docs/postgres.md, "Tests"). Databases left by a session that was killed are dropped by the next.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
 
 import psycopg
 from psycopg.rows import dict_row
@@ -25,21 +24,7 @@ from gateway.store.postgres import PostgresStore
 from tests.harness import LEDGER_KEY, Tampering
 
 SERVER = os.environ.get("WARRANT_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432")
-DATABASE = "warrant_test"
-
-
-def ensure_database() -> str:
-    """The test database's URL, creating the database when missing.
-
-    Raises: psycopg.OperationalError when the server is not running (`.ci/run` starts it).
-    """
-    with psycopg.connect(f"{SERVER}/postgres", autocommit=True, connect_timeout=5) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone() is None:
-            try:
-                conn.execute(f"CREATE DATABASE \"{DATABASE}\" TEMPLATE template0 ENCODING 'UTF8'")
-            except psycopg.errors.DuplicateDatabase:
-                pass  # another test process made it first
-    return f"{SERVER}/{DATABASE}"
+PREFIX = "warrant_test_"
 
 
 def _alive(pid: int) -> bool:
@@ -52,31 +37,41 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def fresh_database(server: str = SERVER) -> Iterator[str]:
+    """A new, empty database of this process's (`warrant_test_<pid>_<random>`), dropped at the end,
+    with any that a dead test process left.
+
+    Raises: psycopg.OperationalError when the server is not running (`.ci/run` starts it).
+    """
+    name = f"{PREFIX}{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(f"{server}/postgres", autocommit=True, connect_timeout=5) as conn:
+        names = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'warrant\\_test\\_%'").fetchall()
+        for (stale,) in names:
+            pid = stale[len(PREFIX) :].split("_")[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                conn.execute(f'DROP DATABASE IF EXISTS "{stale}" WITH (FORCE)')
+        conn.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8'")
+    try:
+        yield f"{server}/{name}"
+    finally:
+        with psycopg.connect(f"{server}/postgres", autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 class PostgresBackend(Tampering):
-    """The PostgreSQL store in one schema; tampering goes through plain psycopg, outside the store."""
+    """The PostgreSQL store in one database; tampering goes through plain psycopg, outside the store."""
 
     name = "postgres"
 
-    def __init__(self, database_url: str, schema: str) -> None:
-        self.schema = schema
-        self._database_url = database_url
-        self.url = f"{database_url}?options={quote(f'-csearch_path={schema}')}"
+    def __init__(self, url: str) -> None:
+        self.url = url
 
     @classmethod
-    def session(cls, database_url: str) -> Iterator[PostgresBackend]:
-        """A schema for this test session, dropped at its end (and any a dead session left)."""
-        schema = f"t_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            for (stale,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 't\\_%'").fetchall():
-                pid = stale.split("_")[1]
-                if pid.isdigit() and not _alive(int(pid)):
-                    conn.execute(f"DROP SCHEMA {stale} CASCADE")
-            conn.execute(f"CREATE SCHEMA {schema}")
-        try:
-            yield cls(database_url, schema)
-        finally:
-            with psycopg.connect(database_url, autocommit=True) as conn:
-                conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    def session(cls) -> Iterator[PostgresBackend]:
+        """A database for this test session, dropped at its end."""
+        with fresh_database() as url:
+            yield cls(url)
 
     def clear(self) -> None:
         """Every row gone, the schema kept: the next test starts from an empty store."""
@@ -84,8 +79,7 @@ class PostgresBackend(Tampering):
             tables = [
                 row[0]
                 for row in conn.execute(
-                    "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename != 'schema_migrations'",
-                    (self.schema,),
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename != 'schema_migrations'"
                 )
             ]
             # Rows that reference a run go before the runs.

@@ -11,7 +11,7 @@ import pytest
 
 from tests.e2e.serving import ROOT, clean_environ, warrant_serve
 from tests.harness import CONTRACT, free_port
-from tests.harness_postgres import PostgresBackend, ensure_database
+from tests.harness_postgres import PostgresBackend
 
 pytestmark = pytest.mark.slow
 WAIT = 30.0  # seconds for a replica to answer /healthz
@@ -21,7 +21,7 @@ OPS = {"Authorization": "Bearer key-ops"}
 @pytest.fixture
 def replicas(tmp_path: Path) -> Iterator[list[str]]:
     """Two replicas' base URLs, on a fresh schema of their own."""
-    for backend in PostgresBackend.session(ensure_database()):
+    for backend in PostgresBackend.session():
         env = clean_environ() | {"WARRANT_LEDGER_KEY": "replicas-ledger-key", "OPS_KEY": "key-ops"}
         urls = []
         with ExitStack() as stack:

@@ -24,15 +24,15 @@ from gateway.store.factory import open_store, serving
 from gateway.store.postgres import PostgresStore
 from gateway.store.postgres_db import PostgresDatabase, Row, pending_migrations, sql
 from tests.harness import LEDGER_KEY, OPS, Tools, code_of, contract, open_world
-from tests.harness_postgres import PostgresBackend, ensure_database
+from tests.harness_postgres import PostgresBackend
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
 def fresh() -> Iterator[PostgresBackend]:
-    """A schema of its own, not migrated yet."""
-    yield from PostgresBackend.session(ensure_database())
+    """A database of its own, not migrated yet."""
+    yield from PostgresBackend.session()
 
 
 def _versions(dialect: str) -> list[str]:
