@@ -102,7 +102,9 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
             settings.sabotage,
         )
         async with (
-            open_store(settings.database, clock=clock, ledger_key=settings.ledger_key) as store,
+            open_store(
+                settings.database, clock=clock, ledger_key=settings.ledger_key, migrate=settings.migrate_on_start
+            ) as store,
             running(server),
         ):
             # Every expiry is decided on the store's time: on PostgreSQL the database's clock,

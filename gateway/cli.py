@@ -2,6 +2,7 @@
 
     warrant serve [--config warrant.yaml] [--host H] [--port P]
     warrant stdio [--url http://127.0.0.1:8700]        (token from WARRANT_TOKEN)
+    warrant migrate [--config warrant.yaml | --database URL] [--check]   (the store's schema)
     warrant ledger verify [--config warrant.yaml]      (offline: opens the store read-only)
     warrant ledger export --run R [--out FILE] | verify --file B [--key-file K]   (evidence bundles: cli_ledger.py)
     warrant tools list | pending | accept NAME [--sha256 H]   (over the API: WARRANT_URL, WARRANT_API_KEY)
@@ -55,6 +56,10 @@ def _serve(args: argparse.Namespace) -> int:
     host = args.host or settings.host
     port = args.port if args.port is not None else settings.port
     with serving(settings.database):
+        if not settings.migrate_on_start:
+            from gateway.store.factory import migrate
+
+            asyncio.run(migrate(settings.database, apply=False))  # due migrations: refused here, in one line
         print(f"warrant {__version__} serving on http://{host}:{port} (store: {settings.database})", flush=True)
         uvicorn.run(app, host=host, port=port, log_level=args.log_level, access_log=False)
     return 0
@@ -74,6 +79,33 @@ def _verify(args: argparse.Namespace) -> int:
     report = asyncio.run(run())
     print(json.dumps(report, indent=2))
     return 0 if report["ok"] else 1
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    """Apply the store's due schema migrations (`--check`: only say whether any are due: exit 1)."""
+    from gateway.config import database_of, find_config
+    from gateway.store.factory import migrate, serving
+    from gateway.store.postgres_db import redact
+    from gateway.store.schema import MigrationsDue
+    from gateway.store.sqlite_db import SCHEMA_VERSION
+
+    url = args.database or database_of(find_config(args.config))
+    where = redact(url)
+    try:
+        if args.check:
+            asyncio.run(migrate(url, apply=False))
+            print(f"{where}: schema version {SCHEMA_VERSION}, this gateway's: nothing to apply")
+            return 0
+        with serving(url):  # SQLite: not under a running gateway (ConfigError names it)
+            applied = asyncio.run(migrate(url, apply=True))
+    except MigrationsDue as due:
+        print(f"{where}: schema version {due.current}; due: {', '.join(map(str, due.pending))}")
+        return 1
+    if applied:
+        print(f"{where}: applied {', '.join(map(str, applied))}; schema version {SCHEMA_VERSION}")
+    else:
+        print(f"{where}: schema version {SCHEMA_VERSION}, this gateway's: nothing to apply")
+    return 0
 
 
 def _stdio(args: argparse.Namespace) -> int:
@@ -105,6 +137,12 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     serve.set_defaults(func=_serve)
+    migrate = sub.add_parser("migrate", help="apply the store's due schema migrations")
+    source = migrate.add_mutually_exclusive_group()
+    source.add_argument("--config", help="configuration file whose database: to migrate (default: ./warrant.yaml)")
+    source.add_argument("--database", help="the store's URL: sqlite:///PATH or postgresql://...")
+    migrate.add_argument("--check", action="store_true", help="apply nothing; exit 1 when migrations are due")
+    migrate.set_defaults(func=_migrate)
     stdio = sub.add_parser("stdio", help="MCP on stdio, forwarded to a running gateway (token: WARRANT_TOKEN)")
     stdio.add_argument("--url", help="the gateway (default: WARRANT_URL, else http://127.0.0.1:8700)")
     stdio.set_defaults(func=_stdio)

@@ -122,6 +122,9 @@ class DrillEntry(BaseModel):
 class ConfigFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     database: str = "sqlite:///warrant.db"
+    # Apply due schema migrations when the gateway starts; off, it refuses to start until
+    # `warrant migrate` has applied them (a deployment that migrates in a step of its own).
+    migrate_on_start: bool = True
     listen: Listen = Listen()
     api_keys: list[KeyEntry] = []
     adapters: list[str] = []
@@ -222,6 +225,7 @@ class Settings:
     failpoints: Mapping[str, FailpointEntry] = field(default_factory=dict)
     sabotage: tuple[str, ...] = ()
     clock_offset_s: float = 0.0  # the drill's wrong clock; 0: off
+    migrate_on_start: bool = True
 
 
 def find_config(explicit: str | None) -> Path:
@@ -232,14 +236,32 @@ def find_config(explicit: str | None) -> Path:
     return path.resolve()
 
 
-def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Settings:
-    """Raises: ConfigError listing what is wrong (never a secret's value)."""
-    env = os.environ if environ is None else environ
+def _config_file(path: Path) -> ConfigFile:
     try:
-        raw = ConfigFile.model_validate(read_yaml(path) or {})
+        return ConfigFile.model_validate(read_yaml(path) or {})
     except ValidationError as exc:
         lines = [f"  {p['field']}: {p['problem']}" for p in problems_of(exc)]
         raise ConfigError(f"{path}: invalid configuration:\n" + "\n".join(lines)) from None
+
+
+def _database_url(path: Path, database: str) -> str:
+    """A relative SQLite path is relative to the configuration file."""
+    if database.startswith("sqlite:///") and not database.startswith("sqlite:////"):
+        return "sqlite:///" + str((path.parent / database[len("sqlite:///") :]).resolve())
+    return database
+
+
+def database_of(path: Path) -> str:
+    """The configuration's store URL alone (`warrant migrate`: no secrets needed).
+
+    Raises: ConfigError for an invalid configuration file."""
+    return _database_url(path, _config_file(path).database)
+
+
+def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Settings:
+    """Raises: ConfigError listing what is wrong (never a secret's value)."""
+    env = os.environ if environ is None else environ
+    raw = _config_file(path)
     missing = [k.key_env for k in raw.api_keys if not env.get(k.key_env)]
     if not env.get(raw.ledger_key_env):
         missing.append(raw.ledger_key_env)
@@ -273,9 +295,7 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
     base = path.parent
     artifacts = _artifact_settings(path, raw)
     validators = _validators(path, raw.validators)
-    database = raw.database
-    if database.startswith("sqlite:///") and not database.startswith("sqlite:////"):
-        database = "sqlite:///" + str((base / database[len("sqlite:///") :]).resolve())
+    database = _database_url(path, raw.database)
     return Settings(
         path=path,
         database=database,
@@ -292,6 +312,7 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         failpoints={str(name): entry for name, entry in raw.drill.failpoints.items()},
         sabotage=tuple(raw.drill.sabotage),
         clock_offset_s=raw.drill.clock_offset_s,
+        migrate_on_start=raw.migrate_on_start,
     )
 
 

@@ -9,23 +9,24 @@ from gateway.clock import Clock
 from gateway.errors import ConfigError
 from gateway.store.base import Store
 from gateway.store.postgres import PostgresStore
-from gateway.store.postgres_db import is_postgres_url
+from gateway.store.postgres_db import PostgresDatabase, is_postgres_url
 from gateway.store.sqlite import SQLiteStore
-from gateway.store.sqlite_db import ServeLock, sqlite_path
+from gateway.store.sqlite_db import Database, ServeLock, sqlite_path
 
 
 @contextlib.asynccontextmanager
-async def open_store(url: str, *, clock: Clock, ledger_key: bytes) -> AsyncIterator[Store]:
-    """Open the store named by `url`: `sqlite:///PATH` or `postgresql://user@host:port/db`.
+async def open_store(url: str, *, clock: Clock, ledger_key: bytes, migrate: bool = True) -> AsyncIterator[Store]:
+    """Open the store named by `url`: `sqlite:///PATH` or `postgresql://user@host:port/db`,
+    applying due schema migrations unless `migrate` is off (then a store that needs any is refused).
 
     Raises: ConfigError for an unsupported URL; StoreError when the store cannot be opened (an
     unreachable server, a schema newer than this gateway).
     """
     store: Store
     if url.startswith("sqlite://"):
-        store = SQLiteStore(sqlite_path(url), clock=clock, ledger_key=ledger_key)
+        store = SQLiteStore(sqlite_path(url), clock=clock, ledger_key=ledger_key, migrate=migrate)
     elif is_postgres_url(url):
-        store = PostgresStore(url, clock=clock, ledger_key=ledger_key)
+        store = PostgresStore(url, clock=clock, ledger_key=ledger_key, migrate=migrate)
     else:
         raise ConfigError(
             f"unsupported database URL {url.split(':', 1)[0]}:...; use sqlite:///PATH or postgresql://..."
@@ -57,3 +58,26 @@ def serving(url: str) -> Iterator[None]:
         yield
     finally:
         lock.release()
+
+
+async def migrate(url: str, *, apply: bool) -> list[int]:
+    """`warrant migrate`: the store's due migrations, applied (`apply`) or only found.
+
+    Returns the migrations applied (none: the schema is this gateway's). Raises: MigrationsDue
+    (schema.py) when some are due and `apply` is off; StoreError when the store cannot be opened
+    or its schema is newer than this gateway's; ConfigError for an unsupported URL.
+    """
+    db: Database | PostgresDatabase
+    if url.startswith("sqlite://"):
+        db = Database(sqlite_path(url), migrate=apply)
+    elif is_postgres_url(url):
+        db = PostgresDatabase(url, min_size=1, max_size=1, migrate=apply)
+    else:
+        raise ConfigError(
+            f"unsupported database URL {url.split(':', 1)[0]}:...; use sqlite:///PATH or postgresql://..."
+        )
+    try:
+        await db.open()
+    finally:
+        await db.close()
+    return db.migrated

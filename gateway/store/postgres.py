@@ -48,6 +48,7 @@ class PostgresStore(SQLiteStore):
         pool_size: int = POOL_MAX,
         database_time: bool = True,
         replica_liveness: bool = True,
+        migrate: bool = True,
     ) -> None:
         """`database_time`: the store's transactions take their time from the database's clock
         (tests that move an injected clock by hand turn it off). `replica_liveness`: another
@@ -55,7 +56,9 @@ class PostgresStore(SQLiteStore):
         process is taken for gone, as with SQLite's one server per file)."""
         super().__init__(":memory:", clock=clock, ledger_key=ledger_key, process_id=process_id)
         self._url = postgres_url(url)
-        db = PostgresDatabase(self._url, max_size=pool_size, database_time=database_time, local=clock.now)
+        db = PostgresDatabase(
+            self._url, max_size=pool_size, database_time=database_time, local=clock.now, migrate=migrate
+        )
         self._db = db  # type: ignore[assignment]
         if database_time:
             self._clock = DatabaseClock(db, clock)

@@ -40,6 +40,7 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from gateway.errors import ConfigError, StoreError
+from gateway.store.schema import check_migrations
 
 T = TypeVar("T")
 log = logging.getLogger("warrant.store")
@@ -214,6 +215,7 @@ class PostgresDatabase:
         max_size: int = POOL_MAX,
         database_time: bool = False,
         local: Callable[[], float] = time.time,
+        migrate: bool = True,
     ) -> None:
         self.url = url
         self._min = min_size
@@ -222,6 +224,8 @@ class PostgresDatabase:
         self._now = _TransactionTime()
         self.skew = 0.0  # the database's clock minus this process's, as last seen by a transaction
         self._local = local  # this process's clock
+        self.migrate = migrate  # apply due migrations when opening (else refuse: `warrant migrate` applies them)
+        self.migrated: list[int] = []  # the migrations the last open applied
         self._max = max_size
         self._pool: ConnectionPool[psycopg.Connection[Row]] | None = None
         self._threads: concurrent.futures.ThreadPoolExecutor | None = None
@@ -342,14 +346,15 @@ class PostgresDatabase:
                     b"(version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
                 )
                 applied = {row[0] for row in pg.execute(b"SELECT version FROM schema_migrations")}
-                migrations = _migrations()
-                for version in pending_migrations(applied, [v for v, _ in migrations], where=redact(self.url)):
-                    script = dict(migrations)[version]
-                    pg.execute(script.encode("utf-8"))  # no parameters: several statements in one go
+                migrations = dict(_migrations())
+                pending = check_migrations(applied, list(migrations), where=redact(self.url), apply=self.migrate)
+                for version in pending:
+                    pg.execute(migrations[version].encode("utf-8"))  # no parameters: several statements in one go
                     pg.execute(
                         b"INSERT INTO schema_migrations VALUES (%s, extract(epoch FROM clock_timestamp()))", (version,)
                     )
                 pg.execute(b"COMMIT")
+                self.migrated = pending
             except BaseException:
                 _rollback(pg)
                 raise
@@ -405,28 +410,6 @@ def _rollback(pg: psycopg.Connection[Any]) -> None:
             pg.execute(b"ROLLBACK")
         except psycopg.Error:  # a broken connection: the pool discards it
             log.debug("rollback failed", exc_info=True)
-
-
-def pending_migrations(applied: set[int], shipped: list[int], *, where: str) -> list[int]:
-    """The shipped migrations to apply, in order.
-
-    Raises: StoreError when the store is newer than this gateway, or lacks a migration numbered
-    below one it has (two branches merged out of order), as the SQLite store does.
-    """
-    current = max(applied, default=0)
-    newest = max(shipped, default=0)
-    if current > newest:
-        raise StoreError(
-            f"the store at {where} has schema version {current}, newer than this gateway's {newest}: "
-            "upgrade the gateway"
-        )
-    skipped = [v for v in shipped if v < current and v not in applied]
-    if skipped:
-        raise StoreError(
-            f"the store at {where} is at schema version {current} but lacks migration(s) "
-            f"{', '.join(map(str, skipped))}: renumber them above {current}"
-        )
-    return [v for v in sorted(shipped) if v > current]
 
 
 def _translate(exc: psycopg.Error, attempt: int) -> Exception:

@@ -47,10 +47,13 @@ def default_process_id() -> str:
 
 
 class SQLiteBase:
-    def __init__(self, path: str, *, clock: Clock, ledger_key: bytes, process_id: str | None = None) -> None:
+    def __init__(
+        self, path: str, *, clock: Clock, ledger_key: bytes, process_id: str | None = None, migrate: bool = True
+    ) -> None:
+        """`migrate`: apply due schema migrations when opening; off, a store that needs any is refused."""
         if not ledger_key:
             raise ValueError("a ledger key is required")
-        self._db = Database(path)
+        self._db = Database(path, migrate=migrate)
         self._clock = clock
         self._key = ledger_key
         self._process_id = process_id or default_process_id()

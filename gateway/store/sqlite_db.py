@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from gateway.errors import ConfigError, StoreError
+from gateway.store.schema import check_migrations
 
 T = TypeVar("T")
 log = logging.getLogger("warrant.store")
@@ -58,8 +59,11 @@ SCHEMA_VERSION = _migrations()[-1][0]  # the newest migration this gateway ships
 
 
 class Database:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, migrate: bool = True) -> None:
+        """`migrate`: apply due migrations when opening (else refuse to open; `warrant migrate` applies them)."""
         self.path = path
+        self.migrate = migrate
+        self.migrated: list[int] = []  # the migrations the last open applied
         self._conn: aiosqlite.Connection | None = None
         self._durable: bool | None = None
         self._queue: list[_Job] = []
@@ -115,28 +119,14 @@ class Database:
         try:
             conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
             applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-            current = max(applied, default=0)
-            migrations = _migrations()
-            newest = migrations[-1][0] if migrations else 0
-            if current > newest:
-                raise StoreError(
-                    f"the store at {self.path} has schema version {current}, newer than this gateway's {newest}: "
-                    "upgrade the gateway"
-                )
-            skipped = [version for version, _ in migrations if version < current and version not in applied]
-            if skipped:
-                # A migration numbered below one already applied (two branches merged out of order)
-                # would otherwise be skipped silently: refuse, as Flyway does, rather than diverge.
-                raise StoreError(
-                    f"the store at {self.path} is at schema version {current} but lacks migration(s) "
-                    f"{', '.join(map(str, skipped))}: renumber them above {current}"
-                )
-            for version, script in migrations:
-                if version > current:
-                    for statement in _statements(script):
-                        conn.execute(statement)
-                    conn.execute("INSERT INTO schema_migrations VALUES (?, strftime('%s','now'))", (version,))
+            migrations = dict(_migrations())
+            pending = check_migrations(applied, list(migrations), where=self.path, apply=self.migrate)
+            for version in pending:
+                for statement in _statements(migrations[version]):
+                    conn.execute(statement)
+                conn.execute("INSERT INTO schema_migrations VALUES (?, strftime('%s','now'))", (version,))
             conn.execute("COMMIT")
+            self.migrated = pending
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -431,6 +421,7 @@ class ServeLock:
 
     def acquire(self) -> None:
         """Raises: ConfigError when another server holds the file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)  # as the store's own open does
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

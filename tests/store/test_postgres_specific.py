@@ -22,7 +22,8 @@ from gateway.gate import Gate
 from gateway.store import postgres_db, sqlite_db
 from gateway.store.factory import open_store, serving
 from gateway.store.postgres import PostgresStore
-from gateway.store.postgres_db import PostgresDatabase, Row, pending_migrations, sql
+from gateway.store.postgres_db import PostgresDatabase, Row, sql
+from gateway.store.schema import check_migrations
 from tests.harness import LEDGER_KEY, OPS, Tools, code_of, contract, open_world
 from tests.harness_postgres import PostgresBackend
 
@@ -82,11 +83,14 @@ def test_rows_read_by_name_by_position_and_by_slice() -> None:
 
 
 def test_pending_migrations_refuse_a_newer_store_and_a_gap() -> None:
-    assert pending_migrations({1, 2}, [1, 2, 3, 4], where="db") == [3, 4]
+    assert check_migrations({1, 2}, [1, 2, 3, 4], where="db", apply=True) == [3, 4]
     with pytest.raises(StoreError):
-        pending_migrations({1, 2, 9}, [1, 2, 3], where="db")
+        check_migrations({1, 2, 9}, [1, 2, 3], where="db", apply=True)
     with pytest.raises(StoreError):
-        pending_migrations({1, 3}, [1, 2, 3], where="db")
+        check_migrations({1, 3}, [1, 2, 3], where="db", apply=True)
+    assert check_migrations({1, 2, 3}, [1, 2, 3], where="db", apply=False) == []
+    with pytest.raises(StoreError, match="run `warrant migrate`"):
+        check_migrations({1, 2}, [1, 2, 3], where="db", apply=False)
 
 
 async def test_a_store_refuses_to_open_on_a_schema_newer_than_this_gateway(fresh: PostgresBackend) -> None:
