@@ -2,11 +2,17 @@
 
     warrant drill [--case NAME]... [--mode active|restart|both] [--profile full|quick]
                   [--sabotage fencing|budget|idempotency|approval] [--json FILE] [--jobs N] [--keep]
+                  [--postgres URL]
     warrant drill --list
 
 Starts its own gateway, demo services and store for every case (nothing to set up), prints the
 report table, writes the same as JSON with --json, and exits 1 when any case failed. A failed
 case's folder (its databases and logs) is kept and named; with --keep every folder is.
+
+The cases with two gateway replicas run on a PostgreSQL server: `--postgres URL`, else
+`WARRANT_DRILL_POSTGRES`, else the local one (postgresql://postgres@127.0.0.1:5432). Each makes a
+database of its own there and drops it. When no server answers they are reported skipped, with
+the reason, and a skip alone does not fail the drill.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import shutil
 import sys
 import tempfile
@@ -39,6 +46,12 @@ def add_commands(sub: Any) -> None:
     drill.add_argument("--json", dest="json_path", help="write the results as JSON here")
     drill.add_argument("--jobs", type=int, default=3, help="cases at once (default 3)")
     drill.add_argument("--keep", action="store_true", help="keep every case's folder, not only failed ones")
+    drill.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="the PostgreSQL server of the two-replica cases (default: $WARRANT_DRILL_POSTGRES, else "
+        "postgresql://postgres@127.0.0.1:5432); each case makes a database of its own there and drops it",
+    )
     drill.add_argument("--list", action="store_true", help="list the cases and exit")
     drill.set_defaults(func=_drill)
 
@@ -47,13 +60,14 @@ def _drill(args: argparse.Namespace) -> int:
     logging.getLogger().setLevel(logging.WARNING)  # the drill's own HTTP traffic is not news
     from gateway.drill import cases  # noqa: F401  (registers every case)
     from gateway.drill.case import MODES, REGISTRY, Case, Mode
+    from gateway.drill.postgres import DEFAULT_SERVER, redact
     from gateway.drill.report import summary, summary_lines, table
     from gateway.drill.runner import run_all
     from gateway.drill.world import ROOT
 
     if args.list:
         for case in REGISTRY.values():
-            needs = " (two replicas: PostgreSQL)" if case.replicas > 1 else ""
+            needs = f" ({case.replicas} replicas: PostgreSQL)" if case.replicas > 1 else ""
             depends = f" [depends on {', '.join(sorted(case.depends_on))}]" if case.depends_on else ""
             print(f"{case.name:32} {case.category}{needs}{depends}\n{'':32} {case.expected}")
         return 0
@@ -73,10 +87,13 @@ def _drill(args: argparse.Namespace) -> int:
             usable = [usable[i % len(usable)]]
         plan += [(case, mode) for mode in usable]
     sabotage = (args.sabotage,) if args.sabotage else ()
+    postgres = args.postgres or os.environ.get("WARRANT_DRILL_POSTGRES") or DEFAULT_SERVER
     base = Path(tempfile.mkdtemp(prefix="warrant-drill-"))
     started = time.monotonic()
     print(f"warrant drill: {len(plan)} case runs, {args.jobs} at a time, in {base}", flush=True)
-    results = asyncio.run(run_all(plan, base, sabotage, jobs=max(1, args.jobs)))
+    if any(case.replicas > 1 for case, _ in plan):
+        print(f"warrant drill: two-replica cases on PostgreSQL at {redact(postgres)}", flush=True)
+    results = asyncio.run(run_all(plan, base, sabotage, jobs=max(1, args.jobs), postgres=postgres))
     seconds = round(time.monotonic() - started, 1)
     print(table(results))
     info = summary(results, sabotage)

@@ -4,7 +4,7 @@ the ledger, and every action's state.
     duplicates  rows with the same content at a destination: the drill never asks for the same
                 object twice on purpose, so a second one is a duplicate side effect
     overspend   a budget dimension whose spent (or spent + reserved) passed its limit, in any run
-    ledger      GET /api/ledger/verify answers ok
+    ledger      GET /api/ledger/verify answers ok (through every replica)
     actions     every action is succeeded, failed, unknown or rejected; all but succeeded carry a code
 """
 
@@ -83,6 +83,10 @@ async def judge(world: World) -> Verdict:
                 verdict.action_problems.append(f"action {action['action_id']} is left {status}")
             elif status != "succeeded" and not action.get("code"):
                 verdict.action_problems.append(f"action {action['action_id']} is {status} without a code")
-    verdict.ledger = await world.ok("GET", "/api/ledger/verify", "auditor")
+    # Every replica verifies the one ledger they share.
+    for i, replica in enumerate(world.replicas):
+        ledger = await world.ok("GET", "/api/ledger/verify", "auditor", replica=i)
+        if i == 0 or not ledger.get("ok"):
+            verdict.ledger = ledger if len(world.replicas) == 1 else {**ledger, "replica": replica.name}
     verdict.ledger_ok = bool(verdict.ledger.get("ok"))
     return verdict

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gateway.drill import postgres as pg
 from gateway.drill.case import Case, Findings, Mode
 from gateway.drill.judge import judge
 from gateway.drill.world import DrillError, World
@@ -37,7 +38,11 @@ class Result:
         return asdict(self)
 
 
-async def run_one(case: Case, mode: Mode, base: Path, sabotage: tuple[str, ...]) -> Result:
+async def run_one(
+    case: Case, mode: Mode, base: Path, sabotage: tuple[str, ...], postgres: str | None = None, absent: str = ""
+) -> Result:
+    """One case in one mode, in a world of its own. A two-replica case runs on the PostgreSQL server
+    `postgres`; it is skipped, with the reason, when there is none (`absent` says why)."""
     started = time.monotonic()
     folder = base / f"{case.name}.{mode}"
 
@@ -56,21 +61,23 @@ async def run_one(case: Case, mode: Mode, base: Path, sabotage: tuple[str, ...])
             **{"duplicates": 0, "overspend": [], **more},
         )
 
-    if case.replicas > 1:
-        return result("not run: needs two gateway replicas on one store (the PostgreSQL issue)", "skipped", [])
+    if case.replicas > 1 and (absent or not postgres):
+        return result(f"not run: two gateway replicas need PostgreSQL: {absent or 'no server given'}", "skipped", [])
     findings = Findings()
     try:
-        async with World(folder, sabotage=sabotage) as world:
+        async with World(folder, sabotage=sabotage, replicas=case.replicas, postgres=postgres) as world:
             try:
                 await asyncio.wait_for(case.body(world, mode, findings), CASE_TIMEOUT)
             except TimeoutError:
                 findings.problems.append(f"the case did not finish within {CASE_TIMEOUT:g} s")
             except DrillError as exc:
                 findings.problems.append(f"the drill could not go on: {exc}")
-            if world.gateway is None or world.gateway.poll() is not None:
-                await world.kill_gateway()
-                await world.start_gateway()
+            for i, replica in enumerate(world.replicas):  # the judge asks every replica
+                if not replica.running:
+                    await world.kill_gateway(replica=i)
+                    await world.start_gateway(replica=i)
             verdict = await judge(world)
+            world.keep_store = bool(findings.problems or verdict.problems)
     except Exception as exc:  # the drill's own machinery: reported as a failed case, never hidden
         detail = "".join(traceback.format_exception_only(exc)).strip()
         return result("; ".join(findings.observed), "fail", [*findings.problems, f"drill error: {detail}"])
@@ -86,14 +93,22 @@ async def run_one(case: Case, mode: Mode, base: Path, sabotage: tuple[str, ...])
 
 
 async def run_all(
-    plan: Iterable[tuple[Case, Mode]], base: Path, sabotage: tuple[str, ...] = (), jobs: int = 3
+    plan: Iterable[tuple[Case, Mode]],
+    base: Path,
+    sabotage: tuple[str, ...] = (),
+    jobs: int = 3,
+    postgres: str | None = None,
 ) -> list[Result]:
-    """Run every (case, mode) of the plan, `jobs` at a time; results in the plan's order."""
+    """Run every (case, mode) of the plan, `jobs` at a time; results in the plan's order. Two-replica
+    cases run on the PostgreSQL server `postgres`, asked once whether it answers."""
     plan = list(plan)
     limit = asyncio.Semaphore(jobs)
+    absent: str | None = None
+    if any(c.replicas > 1 for c, _ in plan):
+        absent = await asyncio.to_thread(pg.problem, postgres) if postgres else "no server given"
 
     async def one(case: Case, mode: Mode) -> Result:
         async with limit:
-            return await run_one(case, mode, base, sabotage)
+            return await run_one(case, mode, base, sabotage, postgres, absent or "")
 
     return list(await asyncio.gather(*(one(c, m) for c, m in plan)))

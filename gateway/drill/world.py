@@ -5,6 +5,12 @@ Everything is a real process on loopback, started from the checkout (`examples/s
 failpoints armed, killed with SIGKILL, and started again on the same store; the services can be
 stopped, started again (on the same port and data) and told to answer with faults.
 
+A world of two replicas (`World(..., replicas=2, postgres=SERVER)`) runs two `warrant serve`
+processes, each with its own port, configuration and log, on one PostgreSQL database of its own
+(gateway/drill/postgres.py): created when the world starts, dropped when it ends. Every gateway
+method takes `replica=` (0 is A, 1 is B; 0 by default), and an agent is pointed at another
+replica with `agent.via(world.urls[1])`: its lease token is good on both.
+
 The agent speaks MCP through the official SDK client; operators and auditors use the HTTP API.
 Ground truth is read from the services' own SQLite files, never from the gateway.
 """
@@ -29,6 +35,7 @@ from typing import Any
 import httpx
 import httpx2
 
+from gateway.drill import postgres as pg
 from gateway.yamlfile import read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,6 +129,10 @@ class Agent:
         self.url = url
         self.token = token
 
+    def via(self, url: str) -> Agent:
+        """The same worker (the same lease token) calling through another replica."""
+        return Agent(url, self.token)
+
     async def call(
         self, tool: str, arguments: Mapping[str, Any], *, operation_id: str | None = None, bound: float = WAIT
     ) -> Reply:
@@ -204,10 +215,42 @@ class Service:
             return [dict(r) for r in conn.execute(f"SELECT * FROM {table} WHERE {where}", params)]
 
 
-class World:
-    """The processes of one case, in `folder`; `async with` starts the services and stops everything."""
+class Replica:
+    """One `warrant serve` process of a world: its own port, configuration file and log, on the
+    world's store. `clock_offset_s` makes its clock wrong (the drill's `clock_offset_s`); a case
+    sets it before the replica starts."""
 
-    def __init__(self, folder: Path, *, sabotage: tuple[str, ...] = (), watchdog: Mapping[str, Any] | None = None):
+    def __init__(self, folder: Path, name: str) -> None:
+        self.name = name  # "gateway" when the world has one; "gateway-a", "gateway-b" otherwise
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = folder / f"{name}.log"
+        self.config = folder / ("warrant.yaml" if name == "gateway" else f"warrant-{name[-1]}.yaml")
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+        self.clock_offset_s = 0.0
+        self.process_ids: list[str] = []  # the store's process id of each start, oldest first
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+class World:
+    """The processes of one case, in `folder`; `async with` starts the services (and, with two
+    replicas, creates the PostgreSQL database) and stops everything (and drops it)."""
+
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        sabotage: tuple[str, ...] = (),
+        watchdog: Mapping[str, Any] | None = None,
+        replicas: int = 1,
+        postgres: str | None = None,
+    ):
+        if replicas > 1 and not postgres:
+            raise DrillError("two gateway replicas need a PostgreSQL server (warrant drill --postgres URL)")
         self.folder = folder
         self.sabotage = sabotage
         self.watchdog = dict(watchdog or {"tick": "1s", "heartbeat": "60s", "reconcile_every": "1h"})
@@ -215,30 +258,64 @@ class World:
         self.ledger_key = secrets.token_urlsafe(32)
         self.crm = Service("crm", folder, "CRM_TOKEN")
         self.mail = Service("mail", folder, "EMAIL_TOKEN")
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.gateway: subprocess.Popen[bytes] | None = None
-        self.gateway_log = folder / "gateway.log"
+        names = ["gateway"] if replicas == 1 else [f"gateway-{chr(ord('a') + i)}" for i in range(replicas)]
+        self.replicas = [Replica(folder, name) for name in names]
+        self.postgres = postgres if replicas > 1 else None  # the server; the world's database is made on it
+        self.database = f"sqlite:///{folder / 'warrant.db'}"  # the store's URL (a PostgreSQL one once made)
+        self.keep_store = False  # dump a PostgreSQL store into the folder before it is dropped (a failed case)
         self.tool_timeout = TOOL_TIMEOUT  # a case may set its own before it starts the gateway
-        self.starts = 0
         self.artifacts = folder / "artifacts"  # the gateway's artifact_roots: evidence it may read
         self.webhooks: list[dict[str, Any]] = []  # {url, events?}: receivers of the watchdog's alerts
         self.webhook_secret = secrets.token_urlsafe(24)  # each signs with it (DRILL_WEBHOOK_SECRET)
 
+    # The first (or only) replica, by the names single-gateway cases use.
+    @property
+    def url(self) -> str:
+        return self.replicas[0].url
+
+    @property
+    def urls(self) -> list[str]:
+        return [r.url for r in self.replicas]
+
+    @property
+    def gateway(self) -> subprocess.Popen[bytes] | None:
+        return self.replicas[0].process
+
+    @property
+    def gateway_log(self) -> Path:
+        return self.replicas[0].log
+
+    @property
+    def starts(self) -> int:
+        return sum(r.starts for r in self.replicas)
+
     async def __aenter__(self) -> World:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.artifacts.mkdir(exist_ok=True)
-        await asyncio.gather(self.crm.start(), self.mail.start())
+        try:
+            if self.postgres:
+                self.database = await asyncio.to_thread(pg.create_database, self.postgres)
+                (self.folder / "database.txt").write_text(pg.redact(self.database) + "\n")
+            await asyncio.gather(self.crm.start(), self.mail.start())
+        except BaseException:
+            await self.__aexit__()
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self.gateway is not None:
-            await stop_process(self.gateway)
-            self.gateway = None
-        await asyncio.gather(self.crm.stop(), self.mail.stop())
+        try:
+            await asyncio.gather(*(stop_process(r.process) for r in self.replicas if r.process is not None))
+            for replica in self.replicas:
+                replica.process = None
+            await asyncio.gather(self.crm.stop(), self.mail.stop())
+        finally:
+            if self.postgres and pg.is_drill_database(self.database):
+                if self.keep_store:
+                    await asyncio.to_thread(pg.dump, self.database, self.folder / "store.sql")
+                await asyncio.to_thread(pg.drop_database, self.database)
 
     # -- the gateway ---------------------------------------------------------------------------
-    def _config(self, failpoints: Mapping[str, Mapping[str, Any]]) -> Path:
+    def _config(self, replica: Replica, failpoints: Mapping[str, Mapping[str, Any]]) -> Path:
         for service, name in ((self.crm, "crm"), (self.mail, "email")):
             adapter = read_yaml(ROOT / "adapters" / f"{name}.yaml")
             adapter["base_url"] = service.url
@@ -248,9 +325,12 @@ class World:
                     tool["timeout"] = self.tool_timeout
             (self.folder / f"{name}.yaml").write_text(json.dumps(adapter, indent=1))
         (self.folder / "policy.yaml").write_text(POLICY)
+        drill: dict[str, Any] = {"failpoints": dict(failpoints), "sabotage": list(self.sabotage)}
+        if replica.clock_offset_s:
+            drill["clock_offset_s"] = replica.clock_offset_s
         config = {
-            "database": f"sqlite:///{self.folder / 'warrant.db'}",
-            "listen": {"host": "127.0.0.1", "port": self.port},
+            "database": self.database,
+            "listen": {"host": "127.0.0.1", "port": replica.port},
             "api_keys": [
                 {"name": role, "tenant": TENANT, "roles": [role], "key_env": f"DRILL_KEY_{role.upper()}"}
                 for role in ROLES
@@ -260,11 +340,10 @@ class World:
             "watchdog": self.watchdog,
             "webhooks": [{"secret_env": "DRILL_WEBHOOK_SECRET", **hook} for hook in self.webhooks],
             "artifact_roots": [self.artifacts.name],
-            "drill": {"failpoints": dict(failpoints), "sabotage": list(self.sabotage)},
+            "drill": drill,
         }
-        path = self.folder / "warrant.yaml"
-        path.write_text(json.dumps(config, indent=1))
-        return path
+        replica.config.write_text(json.dumps(config, indent=1))
+        return replica.config
 
     def _env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("WARRANT_", "OTEL_", "DRILL_"))}
@@ -275,111 +354,131 @@ class World:
         env["DRILL_WEBHOOK_SECRET"] = self.webhook_secret
         return env
 
-    async def start_gateway(self, failpoints: Mapping[str, Mapping[str, Any]] | None = None) -> None:
-        """Start `warrant serve` on this world's store (with these failpoints armed) and wait for /healthz."""
-        if self.gateway is not None and self.gateway.poll() is None:
-            raise DrillError("the gateway is already running")
-        config = self._config(failpoints or {})
-        self.starts += 1
-        with self.gateway_log.open("ab") as sink:
-            sink.write(f"--- start {self.starts} (failpoints: {sorted(failpoints or {})})\n".encode())
+    async def start_gateway(
+        self, failpoints: Mapping[str, Mapping[str, Any]] | None = None, *, replica: int = 0
+    ) -> None:
+        """Start `warrant serve` (this replica) on this world's store, with these failpoints armed,
+        and wait for /healthz."""
+        gateway = self.replicas[replica]
+        if gateway.running:
+            raise DrillError(f"{gateway.name} is already running")
+        config = self._config(gateway, failpoints or {})
+        gateway.starts += 1
+        with gateway.log.open("ab") as sink:
+            sink.write(f"--- start {gateway.starts} (failpoints: {sorted(failpoints or {})})\n".encode())
             sink.flush()
             command = [sys.executable, "-m", "gateway.cli", "serve", "--config", str(config), "--log-level", "warning"]
-            self.gateway = subprocess.Popen(
+            gateway.process = subprocess.Popen(
                 command, cwd=ROOT, env=self._env(), stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT
             )
-        await wait_healthy(self.url, self.gateway, self.gateway_log)
+        health = await wait_healthy(gateway.url, gateway.process, gateway.log)
+        gateway.process_ids.append(str(health.get("process_id", "")))
 
-    async def kill_gateway(self) -> None:
+    async def start_replicas(self, failpoints: Mapping[int, Mapping[str, Mapping[str, Any]]] | None = None) -> None:
+        """Start every replica at once, each with its own failpoints (by index) armed."""
+        points = failpoints or {}
+        await asyncio.gather(*(self.start_gateway(points.get(i), replica=i) for i in range(len(self.replicas))))
+
+    async def kill_gateway(self, *, replica: int = 0) -> None:
         """SIGKILL, as a crash: nothing runs on the way out."""
-        if self.gateway is not None:
-            if self.gateway.poll() is None:
-                self.gateway.send_signal(signal.SIGKILL)
-            await asyncio.to_thread(self.gateway.wait, WAIT)
-            self.gateway = None
+        gateway = self.replicas[replica]
+        if gateway.process is not None:
+            if gateway.process.poll() is None:
+                gateway.process.send_signal(signal.SIGKILL)
+            await asyncio.to_thread(gateway.process.wait, WAIT)
+            gateway.process = None
 
-    async def died_at(self, failpoint: str, wait: float = WAIT) -> bool:
-        """Wait until the gateway is gone; whether it died by SIGKILL at `failpoint`."""
-        if self.gateway is None:
+    async def died_at(self, failpoint: str, wait: float = WAIT, *, replica: int = 0) -> bool:
+        """Wait until the gateway (this replica) is gone; whether it died by SIGKILL at `failpoint`."""
+        gateway = self.replicas[replica]
+        if gateway.process is None:
             return False
         try:
-            code = await asyncio.to_thread(self.gateway.wait, wait)
+            code = await asyncio.to_thread(gateway.process.wait, wait)
         except subprocess.TimeoutExpired:
             return False
-        self.gateway = None
-        return code == -signal.SIGKILL and f"warrant failpoint {failpoint} fired" in self.gateway_log.read_text()
+        gateway.process = None
+        return code == -signal.SIGKILL and f"warrant failpoint {failpoint} fired" in gateway.log.read_text()
 
-    async def restart(self, failpoints: Mapping[str, Mapping[str, Any]] | None = None) -> None:
-        await self.kill_gateway()
-        await self.start_gateway(failpoints)
+    async def restart(self, failpoints: Mapping[str, Mapping[str, Any]] | None = None, *, replica: int = 0) -> None:
+        await self.kill_gateway(replica=replica)
+        await self.start_gateway(failpoints, replica=replica)
 
     # -- operators ------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
-    async def api(self, role: str = "operator") -> AsyncIterator[httpx.AsyncClient]:
+    async def api(self, role: str = "operator", *, replica: int = 0) -> AsyncIterator[httpx.AsyncClient]:
         headers = {"Authorization": f"Bearer {self.keys[role]}"}
-        async with httpx.AsyncClient(base_url=self.url, headers=headers, timeout=WAIT) as http:
+        async with httpx.AsyncClient(base_url=self.replicas[replica].url, headers=headers, timeout=WAIT) as http:
             yield http
 
-    async def request(self, method: str, path: str, role: str = "operator", **kwargs: Any) -> httpx.Response:
-        async with self.api(role) as http:
+    async def request(
+        self, method: str, path: str, role: str = "operator", *, replica: int = 0, **kwargs: Any
+    ) -> httpx.Response:
+        async with self.api(role, replica=replica) as http:
             return await http.request(method, path, **kwargs)
 
-    async def ok(self, method: str, path: str, role: str = "operator", **kwargs: Any) -> Any:
+    async def ok(self, method: str, path: str, role: str = "operator", *, replica: int = 0, **kwargs: Any) -> Any:
         """A request that must succeed: its JSON body (DrillError otherwise)."""
-        answer = await self.request(method, path, role, **kwargs)
+        answer = await self.request(method, path, role, replica=replica, **kwargs)
         if answer.status_code >= 300:
             raise DrillError(f"{method} {path} answered {answer.status_code}: {answer.text[:500]}")
         return answer.json() if answer.content else None
 
-    async def create_run(self, **overrides: Any) -> str:
+    async def create_run(self, *, replica: int = 0, **overrides: Any) -> str:
         contract = {**CONTRACT, **overrides}
-        created = await self.ok("POST", "/api/runs", json=contract)
+        created = await self.ok("POST", "/api/runs", json=contract, replica=replica)
         run_id: str = created["run_id"]
         return run_id
 
-    async def lease(self, run_id: str, worker: str = "worker-1", *, takeover: bool = False) -> Agent:
-        grant = await self.ok("POST", f"/api/runs/{run_id}/lease", json={"worker": worker, "takeover": takeover})
-        return Agent(self.url, grant["token"])
+    async def lease(self, run_id: str, worker: str = "worker-1", *, takeover: bool = False, replica: int = 0) -> Agent:
+        """A lease granted through this replica: an agent that calls through it."""
+        body = {"worker": worker, "takeover": takeover}
+        grant = await self.ok("POST", f"/api/runs/{run_id}/lease", json=body, replica=replica)
+        return Agent(self.replicas[replica].url, grant["token"])
 
-    async def start_run(self, worker: str = "worker-1", **overrides: Any) -> tuple[str, Agent]:
-        run_id = await self.create_run(**overrides)
-        return run_id, await self.lease(run_id, worker)
+    async def start_run(self, worker: str = "worker-1", *, replica: int = 0, **overrides: Any) -> tuple[str, Agent]:
+        run_id = await self.create_run(replica=replica, **overrides)
+        return run_id, await self.lease(run_id, worker, replica=replica)
 
-    async def _all(self, path: str, limit: int) -> list[dict[str, Any]]:
+    async def _all(self, path: str, limit: int, replica: int = 0) -> list[dict[str, Any]]:
         """Every item of a paginated list the auditor may read, following `next_cursor`."""
         items: list[dict[str, Any]] = []
         cursor: str | None = None
         while True:
             params = {"limit": str(limit), **({"cursor": cursor} if cursor else {})}
-            page = await self.ok("GET", path, "auditor", params=params)
+            page = await self.ok("GET", path, "auditor", params=params, replica=replica)
             items += page["items"]
             cursor = page.get("next_cursor")
             if not cursor:
                 return items
 
-    async def actions(self, run_id: str) -> list[dict[str, Any]]:
-        return await self._all(f"/api/runs/{run_id}/actions", 500)
+    async def actions(self, run_id: str, *, replica: int = 0) -> list[dict[str, Any]]:
+        return await self._all(f"/api/runs/{run_id}/actions", 500, replica)
 
-    async def events(self, run_id: str) -> list[dict[str, Any]]:
+    async def events(self, run_id: str, *, replica: int = 0) -> list[dict[str, Any]]:
         """The run's history, oldest first."""
-        return await self._all(f"/api/runs/{run_id}/events", 1000)
+        return await self._all(f"/api/runs/{run_id}/events", 1000, replica)
 
-    async def run(self, run_id: str) -> dict[str, Any]:
-        run: dict[str, Any] = await self.ok("GET", f"/api/runs/{run_id}", "auditor")
+    async def run(self, run_id: str, *, replica: int = 0) -> dict[str, Any]:
+        run: dict[str, Any] = await self.ok("GET", f"/api/runs/{run_id}", "auditor", replica=replica)
         return run
 
-    async def runs(self) -> list[dict[str, Any]]:
-        return await self._all("/api/runs", 200)
+    async def runs(self, *, replica: int = 0) -> list[dict[str, Any]]:
+        return await self._all("/api/runs", 200, replica)
 
-    async def approvals(self, run_id: str, status: str = "pending") -> list[dict[str, Any]]:
-        page = await self.ok("GET", "/api/approvals", "approver", params={"status": status, "run_id": run_id})
+    async def approvals(self, run_id: str, status: str = "pending", *, replica: int = 0) -> list[dict[str, Any]]:
+        params = {"status": status, "run_id": run_id}
+        page = await self.ok("GET", "/api/approvals", "approver", params=params, replica=replica)
         return list(page["items"])
 
-    async def approve(self, approval_id: str) -> Any:
-        return await self.ok("POST", f"/api/approvals/{approval_id}/approve", "approver", json={"note": "drill"})
+    async def approve(self, approval_id: str, *, replica: int = 0) -> Any:
+        return await self.ok(
+            "POST", f"/api/approvals/{approval_id}/approve", "approver", json={"note": "drill"}, replica=replica
+        )
 
 
-async def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+async def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:
+    """Wait until `url` answers /healthz 200: its body."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + WAIT
     async with httpx.AsyncClient(timeout=1) as http:
@@ -389,8 +488,13 @@ async def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) ->
             if loop.time() > deadline:
                 raise DrillError(f"{url}: no answer on /healthz within {WAIT:g} s:\n{log.read_text()[-2000:]}")
             with contextlib.suppress(httpx.TransportError):
-                if (await http.get(f"{url}/healthz")).status_code == 200:
-                    return
+                answer = await http.get(f"{url}/healthz")
+                if answer.status_code == 200:
+                    try:
+                        body = answer.json()
+                    except ValueError:
+                        return {}
+                    return body if isinstance(body, dict) else {}
             await asyncio.sleep(0.05)
 
 

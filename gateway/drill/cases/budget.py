@@ -12,7 +12,12 @@ transaction; after the restart, before any reconcile is asked for, every orphane
 and a new call cannot get past them; resume reconciles the unknowns with the CRM; then the other
 twenty-five calls. Never more than ten in effect (succeeded or unknown), never a row past ten.
 
-Two replicas on one store (PostgreSQL) are a case of their own, skipped until that issue lands.
+Two replicas on one PostgreSQL store (`budget-two-replicas`): the same fifty calls spread over
+both replicas, every other one through each, against the one budget. Restart mode: replica A is
+armed to die inside its second settle transaction during the first twenty-five; B keeps serving
+while A is down and A is started again: A's calls in flight at the kill (admitted by its dead
+process) are marked `unknown` by its restart and none of B's is; then the other twenty-five,
+spread again, against the new A and the same B.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -42,12 +48,15 @@ def email(mode: Mode, i: int) -> str:
     return f"budget-{mode}-{i:02d}@leads.example"
 
 
-async def fire(agent: Agent, mode: Mode, calls: range) -> tuple[dict[int, Reply], float]:
-    """These calls at once, each with its own payload and operation id; the replies and the seconds."""
+async def fire(agents: Sequence[Agent], mode: Mode, calls: range) -> tuple[dict[int, Reply], float]:
+    """These calls at once, each with its own payload and operation id, call i through agents[i % n]
+    (one agent, or one per replica); the replies and the seconds."""
     started = time.monotonic()
     replies = await asyncio.gather(
         *(
-            agent.call(TOOL, {"email": email(mode, i), "name": f"Lead {i}"}, operation_id=f"budget-{i}", bound=BOUND)
+            agents[i % len(agents)].call(
+                TOOL, {"email": email(mode, i), "name": f"Lead {i}"}, operation_id=f"budget-{i}", bound=BOUND
+            )
             for i in calls
         )
     )
@@ -76,7 +85,7 @@ async def budget_concurrency(world: World, mode: Mode, f: Findings) -> None:
         return
     await world.start_gateway()
     run_id, agent = await world.start_run(budgets=budgets())
-    replies, seconds = await fire(agent, mode, range(CALLS))
+    replies, seconds = await fire([agent], mode, range(CALLS))
     codes = Counter(r.code or "ok" for r in replies.values())
     f.saw(f"{CALLS} calls in {seconds:.1f} s: {dict(codes)}")
     # A write the CRM did not answer within the tool timeout (a loaded machine) was admitted all the
@@ -102,7 +111,7 @@ async def across_restart(world: World, f: Findings) -> None:
     # Dies inside the sixth settle transaction of the tool: five writes recorded, the rest in flight.
     await world.start_gateway({"inside_settle": {"tool": TOOL, "skip": 5}})
     run_id, agent = await world.start_run(budgets=budgets())
-    first, seconds = await fire(agent, mode, range(half))
+    first, seconds = await fire([agent], mode, range(half))
     died = await world.died_at("inside_settle", wait=BOUND)
     f.expect(died, "the gateway did not die at inside_settle")
     codes = Counter(r.code or "ok" for r in first.values())
@@ -130,7 +139,7 @@ async def across_restart(world: World, f: Findings) -> None:
     await world.crm.start()
     found = await pause_and_resume(world, run_id)
     reconciled = found.get("reconciliation", {}).get("actions", [])
-    second, seconds = await fire(agent, mode, range(half, CALLS))
+    second, seconds = await fire([agent], mode, range(half, CALLS))
     codes = Counter(r.code or "ok" for r in second.values())
     f.saw(f"resume reconciled {len(reconciled)}; the other {CALLS - half} in {seconds:.1f} s: {dict(codes)}")
     others = sum(codes.values()) - codes["ok"] - codes["outcome_unknown"] - codes["budget_exhausted"]
@@ -199,12 +208,92 @@ async def check_ledger(world: World, f: Findings, run_id: str, actions: list[dic
 @case(
     "budget-two-replicas",
     "5. Budget exhaustion under concurrency",
-    f"two gateway replicas on one PostgreSQL store, {CALLS} concurrent writes split between them against "
-    f"writes: {WRITES}: exactly {WRITES} admitted across both, {WRITES} rows, the rest budget_exhausted; one "
-    "replica SIGKILLed mid-way: only its own actions unknown, the other replica's settle",
+    f"two gateway replicas on one PostgreSQL store, {CALLS} concurrent writes spread over both against writes: "
+    f"{WRITES}: exactly {WRITES} admitted across both, {WRITES} rows, the rest budget_exhausted; one replica "
+    "SIGKILLed mid-way and restarted while the other serves: only its own calls in flight become unknown",
     depends_on=("budget",),
     replicas=2,
 )
 async def budget_two_replicas(world: World, mode: Mode, f: Findings) -> None:
-    """Not run: the runner skips a case that needs two replicas until the PostgreSQL store lands."""
-    f.saw("needs two gateway replicas on one store (the PostgreSQL issue)")
+    a, b = 0, 1
+    # restart: A dies inside its second settle transaction: one of its writes recorded, others in flight.
+    await world.start_replicas({a: {"inside_settle": {"tool": TOOL, "skip": 1}}} if mode == "restart" else None)
+    run_id, agent = await world.start_run(budgets=budgets(), replica=b)
+    agents = [agent.via(url) for url in world.urls]  # one lease, good on both replicas
+    calls = range(CALLS // 2) if mode == "restart" else range(CALLS)
+    replies, seconds = await fire(agents, mode, calls)
+    codes = Counter(r.code or "ok" for r in replies.values())
+    f.saw(f"{len(calls)} calls spread over A and B in {seconds:.1f} s: {dict(codes)}")
+    expected = {"ok", "outcome_unknown", "budget_exhausted"}
+    if mode == "active":
+        f.equal(codes["ok"] + codes["outcome_unknown"], WRITES, "calls admitted across both replicas")
+        f.equal(codes["budget_exhausted"], CALLS - WRITES, "calls refused budget_exhausted")
+    else:
+        await across_replica_restart(world, f, run_id, agents, replies)
+        expected.add("transport")  # A's calls cut off by its SIGKILL
+    f.expect(set(codes) <= expected, f"calls answered otherwise: {dict(codes)}")
+    if mode == "restart":
+        second, seconds = await fire(agents, mode, range(CALLS // 2, CALLS))
+        more = Counter(r.code or "ok" for r in second.values())
+        f.saw(f"the other {len(second)} calls, spread again, in {seconds:.1f} s: {dict(more)}")
+        f.expect(set(more) <= expected - {"transport"}, f"calls answered otherwise: {dict(more)}")
+        replies.update(second)
+    await settle_unknowns(world, f, run_id)
+    actions = await world.actions(run_id)
+    await check_ledger(world, f, run_id, actions, mode)
+    by = Counter(_replica_of(world, a["process_id"]) for a in actions if a["tool"] == TOOL and a["status"] in IN_EFFECT)
+    f.saw("in effect by replica: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
+    # Through both: a replica that admitted none would leave the case's point unmade (in its
+    # restart mode A may have admitted only what its kill cut off, so B's share is what counts).
+    f.expect(by.get("gateway-b", 0) > 0, "replica B admitted none of the writes")
+    if mode == "active":
+        f.expect(by.get("gateway-a", 0) > 0, "replica A admitted none of the writes")
+    # The agent's replies and the CRM agree: what a call was told succeeded, or may have, is a row.
+    told = {email(mode, i) for i, r in replies.items() if r.code is None}
+    f.expect(told <= {r["email"] for r in rows(world, mode)}, "a call answered ok has no contact at the CRM")
+
+
+async def across_replica_restart(
+    world: World, f: Findings, run_id: str, agents: Sequence[Agent], replies: dict[int, Reply]
+) -> None:
+    """A died at its failpoint during the first calls: B serves while A is down; A's restart marks
+    its own calls in flight unknown, and none of B's."""
+    a, b = 0, 1
+    died = await world.died_at("inside_settle", wait=10, replica=a)
+    f.expect(died, "replica A did not die at inside_settle")
+    cut = sorted(i for i, r in replies.items() if r.code == "transport")
+    f.expect(all(i % 2 == a for i in cut), f"calls through B went unanswered: {[i for i in cut if i % 2 == b]}")
+    # B keeps serving while A is down: a read through it, and the run through its API.
+    read = await agents[b].call("crm__search_contacts", {"email": email("restart", 0)})
+    f.expect(read.ok, f"a read through B while A is down answered {read.code}")
+    before = await world.actions(run_id, replica=b)
+    dead = world.replicas[a].process_ids[-1]
+    left = [x for x in before if x["status"] == "admitted"]
+    f.expect(all(x["process_id"] == dead for x in left), "an action of a live process is left admitted")
+    await world.start_gateway(replica=a)  # the same configuration, without the failpoint
+
+    history = await world.events(run_id, replica=b)
+    marked = {e["data"]["action_id"]: e["data"].get("process_id") for e in history if _orphan_mark(e)}
+    f.equal(set(marked), {x["action_id"] for x in left}, "the actions A's restart marked unknown")
+    f.expect(set(marked.values()) <= {dead}, f"actions of another process marked unknown: {set(marked.values())}")
+    mine = set(world.replicas[b].process_ids)
+    after = await world.actions(run_id, replica=a)
+    f.expect(not [x for x in after if x["process_id"] in mine and x["action_id"] in marked], "B's action marked")
+    f.expect(not [x for x in after if x["status"] == "admitted"], "an action left admitted after A's restart")
+    f.saw(
+        f"A SIGKILLed inside settle: {died}; {len(cut)} of A's calls cut off; B served a read meanwhile; "
+        f"A's restart marked {len(marked)} of its own in-flight writes unknown, none of B's"
+    )
+
+
+def _orphan_mark(event: dict[str, Any]) -> bool:
+    """An `action_settled` entry written by a start-up for a dead process's action (it names that process)."""
+    data = event["data"]
+    return event["type"] == "action_settled" and data.get("status") == "unknown" and bool(data.get("process_id"))
+
+
+def _replica_of(world: World, process_id: str | None) -> str:
+    for replica in world.replicas:
+        if process_id in replica.process_ids:
+            return replica.name
+    return "neither"
