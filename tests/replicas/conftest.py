@@ -1,4 +1,10 @@
-"""The two-replica cluster (tests/replicas/cluster.py), fresh for each test that asks for it."""
+"""The two-replica cluster (tests/replicas/cluster.py): one shared by the tests that leave it as they
+found it, and a fresh one for each test that disturbs it.
+
+Starting a cluster (a database, two services, two replicas) takes 5-6 s on this 2-core machine
+when it is otherwise idle and 15-20 s when other suites run beside it, so the tests that only make
+runs of their own and call through both replicas share one (`shared_cluster`).
+"""
 
 from __future__ import annotations
 
@@ -10,9 +16,24 @@ import pytest
 from tests.replicas.cluster import Cluster, open_cluster
 
 
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    """Session-wide, so that one cluster can serve several modules' tests."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+async def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Cluster]:
+    """Both demo services and two `warrant serve` replicas in the default configuration, on a fresh
+    database, for every test that makes its own runs and leaves the processes, faults and
+    configuration as they are (it stops, kills and faults nothing)."""
+    async with open_cluster(tmp_path_factory.mktemp("shared-cluster")) as opened:
+        yield opened
+
+
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    """Both demo services and two `warrant serve` replicas in the default configuration, on a fresh
-    database. A test that needs another configuration opens its own with `open_cluster`."""
+    """A cluster of the test's own in the default configuration: it may kill a replica or fault a
+    service. A test that needs another configuration opens its own with `open_cluster`."""
     async with open_cluster(tmp_path) as opened:
         yield opened

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 import pytest
 
 from tests.replicas.cluster import Cluster
@@ -10,8 +12,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 async def test_a_run_made_on_one_replica_is_led_by_the_other_and_a_takeover_there_fences_the_first(
-    cluster: Cluster,
+    shared_cluster: Cluster,
 ) -> None:
+    cluster = shared_cluster
     a, b = cluster.replicas
     run_id = await a.create_run()
     _, first = await a.lease(run_id, "w1")
@@ -27,20 +30,22 @@ async def test_a_run_made_on_one_replica_is_led_by_the_other_and_a_takeover_ther
 
 
 async def test_a_takeover_through_a_refuses_the_old_workers_next_call_on_b_and_nothing_reaches_the_crm(
-    cluster: Cluster,
+    shared_cluster: Cluster,
 ) -> None:
+    cluster = shared_cluster
     a, b = cluster.replicas
     run_id, token = await cluster.start_run(via=b, worker="w1")
+    fenced_email = f"fenced-{secrets.token_hex(4)}@acme.example"
     old = b.agent(token)
-    before = await old.call("crm__create_contact", {"email": "first@acme.example"})
+    before = await old.call("crm__create_contact", {"email": f"first-{secrets.token_hex(4)}@acme.example"})
     assert before.ok, before
 
     _, grant = await a.lease(run_id, "w2", takeover=True)
 
-    write = await old.call("crm__create_contact", {"email": "fenced@acme.example"})
+    write = await old.call("crm__create_contact", {"email": fenced_email})
     read = await old.call("crm__search_contacts", {"q": "acme"})
     assert (write.code, read.code) == ("lease_superseded", "lease_superseded")
-    assert cluster.crm.rows("contacts", "email = ?", ("fenced@acme.example",)) == []
+    assert cluster.crm.rows("contacts", "email = ?", (fenced_email,)) == []
     fenced = cluster.sql(
         "SELECT status FROM actions WHERE run_id = %s AND status <> 'rejected' AND tool = 'crm__create_contact'",
         (run_id,),
@@ -48,6 +53,6 @@ async def test_a_takeover_through_a_refuses_the_old_workers_next_call_on_b_and_n
     assert [row["status"] for row in fenced] == ["succeeded"]  # the first write only
 
     new = b.agent(grant["token"])
-    after = await new.call("crm__create_contact", {"email": "fenced@acme.example"})
+    after = await new.call("crm__create_contact", {"email": fenced_email})
     assert after.ok, after
-    assert len(cluster.crm.rows("contacts", "email = ?", ("fenced@acme.example",))) == 1
+    assert len(cluster.crm.rows("contacts", "email = ?", (fenced_email,))) == 1
