@@ -488,9 +488,14 @@ class Gate:
         return CallResult(result.content, result.structured, True, {**meta, **result.meta}, result.code)
 
     async def abort_run(self, run_id: str) -> int:
-        """Hard cancel: abort this run's calls in flight; they settle as `unknown`."""
+        """Hard cancel: abort this run's calls in flight; they settle as `unknown`.
+
+        Aborting a run twice is one abort: a hard cancel is heard here from the operator's request
+        and again from the store's notice (gateway/cancel_relay.py); a second `cancel()` of a task
+        already aborting would interrupt the settle that records its outcome."""
         tasks = list(self._in_flight.get(run_id, ()))
-        for task in tasks:
+        mine = [task for task in tasks if task not in self._aborting]
+        for task in mine:
             self._aborting.add(task)
             task.cancel()
         try:
@@ -498,9 +503,13 @@ class Gate:
             # cancellation of the caller of abort_run still reaches it.
             await asyncio.gather(*tasks, return_exceptions=True)
         finally:
-            for task in tasks:
+            for task in mine:
                 self._aborting.discard(task)
         return len(tasks)
+
+    def in_flight_runs(self) -> list[str]:
+        """The runs this process has calls in flight for (dispatching or settling)."""
+        return [run_id for run_id, tasks in self._in_flight.items() if tasks]
 
     # -- gateway tools -----------------------------------------------------------------------
     async def repeat(self, token: str | None, action_id: str, reason: str) -> CallResult:
