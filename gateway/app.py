@@ -25,6 +25,7 @@ from gateway.api.lineage import routes as lineage_routes
 from gateway.api.routes import error_response
 from gateway.api.routes import routes as api_routes
 from gateway.api.tools import routes as tool_routes
+from gateway.cancel_relay import relaying
 from gateway.catalog import Catalog
 from gateway.clock import Clock, OffsetClock, SystemClock
 from gateway.config import Settings, load_adapter
@@ -144,7 +145,8 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                     watchdog=watchdog,
                     progress=progress,
                 )
-                async with watching(watchdog, deliverer), contextlib.aclosing(fetcher):
+                # Hard cancels taken on other replicas abort this one's calls in flight (PostgreSQL).
+                async with watching(watchdog, deliverer), relaying(store, gate), contextlib.aclosing(fetcher):
                     yield
             finally:
                 for adapter in reversed(started):

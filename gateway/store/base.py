@@ -14,7 +14,8 @@ from __future__ import annotations
 import abc
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,11 @@ from gateway.store.records import (
     ToolPins,
 )
 from gateway.store.reports import Gauges, HealthReport, RunExport
+
+CancelNotices = AbstractAsyncContextManager[AsyncIterator[str]]
+"""While entered: the ids of runs cancelled hard by any gateway process sharing the store, as each
+cancel commits. Entering it connects, iterating raises StoreError when the connection is lost
+(notices sent meanwhile are not delivered; `Store.hard_cancelled_among` finds those runs)."""
 
 
 @dataclass(frozen=True)
@@ -140,8 +146,22 @@ class Store(abc.ABC):
     async def cancel(self, principal: Principal, run_id: str, reason: str | None, *, hard: bool) -> RunRecord:
         """Bump the epoch (every token dies), supersede open approvals, cancel child runs.
 
+        `hard` (also on a run cancelled softly before, and its cancelled children): the run is
+        marked cancelled hard and every process sharing the store is told (`cancel_notices`), so
+        each aborts its calls in flight for it.
+
         Raises: NotFound; Refusal `run_completed` / `run_expired`.
         """
+
+    def cancel_notices(self) -> CancelNotices | None:
+        """Hard cancels taken by other gateway processes sharing this store, as they commit; None
+        where no other process can share it (SQLite: one server per file). Each call is a new
+        subscription: gateway/cancel_relay.py enters one, and another after a lost connection."""
+        return None
+
+    @abc.abstractmethod
+    async def hard_cancelled_among(self, run_ids: Sequence[str]) -> set[str]:
+        """Those of `run_ids` that were cancelled hard (unknown ids are not)."""
 
     # -- revisions, successors and sub-runs (docs/progress.md) -----------------------------
     @abc.abstractmethod

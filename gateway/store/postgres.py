@@ -19,7 +19,9 @@ import psycopg
 
 from gateway.clock import Clock
 from gateway.errors import StoreError
+from gateway.store.base import CancelNotices
 from gateway.store.postgres_db import CONNECT_TIMEOUT_S, POOL_MAX, PostgresDatabase, postgres_url, redact
+from gateway.store.postgres_notices import CANCEL_CHANNEL, listen
 from gateway.store.reports import HealthReport
 from gateway.store.sqlite import SQLiteStore
 from gateway.store.sqlite_base import Conn
@@ -100,6 +102,13 @@ class PostgresStore(SQLiteStore):
             return False
         taken = conn.execute("SELECT pg_try_advisory_xact_lock(?)", (liveness_key(process_id),)).fetchone()
         return not taken[0]
+
+    def _announce_hard_cancel(self, conn: Conn, run_id: str) -> None:
+        # Delivered at commit, once, to every replica listening (postgres_notices.py).
+        conn.execute("SELECT pg_notify(?, ?)", (CANCEL_CHANNEL, run_id))
+
+    def cancel_notices(self) -> CancelNotices:
+        return listen(self._url)
 
     async def _aside(self, fn: Callable[[Conn], T]) -> T:
         # A read is one REPEATABLE READ snapshot on a pooled connection of its own already.

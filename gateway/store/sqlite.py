@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from gateway.clock import isoformat
@@ -111,18 +112,46 @@ class SQLiteStore(
         return result
 
     def _cancel(self, conn: Conn, run: RunRecord, now: float, by: str, reason: str | None, **data: Any) -> None:
-        if run.status is RunStatus.CANCELLED:
-            return
-        self._set_status(conn, run, RunEvent.CANCEL, now, by=by, reason=reason, **data)
-        # Every outstanding token dies at once: its epoch is no longer the run's.
-        conn.execute("UPDATE runs SET epoch = epoch + 1 WHERE run_id = ?", (run.run_id,))
-        self._close_approvals(conn, run.run_id, now, ApprovalStatus.SUPERSEDED, "the run was cancelled")
+        hard = bool(data.get("hard"))
+        if run.status is not RunStatus.CANCELLED:
+            self._set_status(conn, run, RunEvent.CANCEL, now, by=by, reason=reason, **data)
+            # Every outstanding token dies at once: its epoch is no longer the run's.
+            conn.execute("UPDATE runs SET epoch = epoch + 1 WHERE run_id = ?", (run.run_id,))
+            self._close_approvals(conn, run.run_id, now, ApprovalStatus.SUPERSEDED, "the run was cancelled")
+        elif not hard:
+            return  # cancelled already: a second soft cancel changes nothing
+        if hard:
+            # Also a soft cancel made hard: its calls still in flight are aborted, on every process.
+            conn.execute("UPDATE runs SET cancelled_hard = 1 WHERE run_id = ?", (run.run_id,))
+            self._announce_hard_cancel(conn, run.run_id)
+        # A hard cancel reaches the children a soft one cancelled before it, too.
+        live = "'completed', 'expired'" if hard else "'completed', 'cancelled', 'expired'"
         children = conn.execute(
-            "SELECT * FROM runs WHERE parent_run_id = ? AND status NOT IN ('completed', 'cancelled', 'expired')",
+            f"SELECT * FROM runs WHERE parent_run_id = ? AND status NOT IN ({live})",
             (run.run_id,),
         ).fetchall()
         for child in children:
             self._cancel(conn, run_from_row(child), now, by, f"parent run {run.run_id} was cancelled", **data)
+
+    def _announce_hard_cancel(self, conn: Conn, run_id: str) -> None:
+        """Tell the other gateway processes sharing the store, at commit, that `run_id` was cancelled
+        hard (their calls in flight for it are aborted: gateway/cancel_relay.py). SQLite has none:
+        one server per file, and Gateway.cancel aborts this process's calls itself."""
+
+    async def hard_cancelled_among(self, run_ids: Sequence[str]) -> set[str]:
+        wanted = list(dict.fromkeys(run_ids))
+        if not wanted:
+            return set()
+
+        def read(conn: Conn) -> set[str]:
+            found: set[str] = set()
+            for run_id in wanted:  # a few runs at most: the ones this process has calls in flight for
+                row = conn.execute("SELECT cancelled_hard FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+                if row is not None and row[0]:
+                    found.add(run_id)
+            return found
+
+        return await self._db.read(read)
 
     async def pause(self, principal: Principal, run_id: str, reason: str | None) -> RunRecord:
         return await self._control(principal, run_id, RunEvent.PAUSE, reason)
