@@ -20,11 +20,12 @@ import secrets
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import psycopg
 from psycopg.rows import dict_row
@@ -51,6 +52,13 @@ CONTRACT: dict[str, Any] = {
     "budgets": {"spend": "50.00", "tool_calls": 1000, "writes": 500, "active_seconds": 7200},
     "authority": {"allow": ["crm__*", "email__*"]},
 }
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], wait: float, every: float = 0.2) -> None:
+    """Ask `check` every `every` seconds until it answers True; fail the test after `wait` seconds."""
+    with anyio.fail_after(wait):
+        while not await check():  # noqa: ASYNC110 (polling real processes: no event to wait on)
+            await anyio.sleep(every)
 
 
 @dataclass
@@ -201,18 +209,20 @@ async def open_cluster(
     drill: Mapping[str, Mapping[str, Any]] | None = None,
     tool_timeout: float = TOOL_TIMEOUT,
     policies: list[Path] | None = None,
+    webhook_secret: str | None = None,
 ) -> AsyncIterator[Cluster]:
     """`folder` (it exists: a test's tmp_path) holds the configurations, logs and the services' data.
 
     A fresh database, both services and both replicas running; all stopped (and the database
     dropped) when the block ends.
 
-    `watchdog` is both replicas' `watchdog:` section; `webhooks` their receivers (each signs with the
-    cluster's secret); `drill` a replica's own `drill:` section by name, e.g. `{"b": {"clock_offset_s":
-    600}}`: the one way the replicas' configurations differ, besides the port.
+    `watchdog` is both replicas' `watchdog:` section; `webhooks` their receivers (each signs with
+    `webhook_secret`, a random one by default); `drill` a replica's own `drill:` section by name,
+    e.g. `{"b": {"clock_offset_s": 600}}`: the one way the replicas' configurations differ, besides
+    the port.
     """
     keys = {role: f"wk-replicas-{role}-" + secrets.token_urlsafe(12) for role in ROLES}
-    webhook_secret = secrets.token_urlsafe(24)
+    webhook_secret = webhook_secret or secrets.token_urlsafe(24)
     crm = Service("crm", folder, "CRM_TOKEN")
     mail = Service("mail", folder, "EMAIL_TOKEN")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WARRANT_", "OTEL_"))}
