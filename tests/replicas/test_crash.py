@@ -79,7 +79,7 @@ async def only_its_own_orphan(cluster: Cluster) -> None:
     # A's orphan, reconciled (through A, once the CRM has finished with it): the CRM's truth.
     async def reconciled() -> bool:
         await a.ok("POST", f"/api/runs/{run_id}/reconcile")
-        return actions()[process["a"]]["status"] != "unknown"
+        return bool(actions()[process["a"]]["status"] != "unknown")
 
     await eventually(reconciled, WAIT, every=1.0)
     at_crm = cluster.crm.rows("contacts", "email = ?", (emails["a"],))

@@ -13,11 +13,11 @@ import secrets
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
+from gateway.drill.world import Agent
 from tests.replicas.cluster import Cluster, open_cluster
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -119,7 +119,7 @@ async def test_an_approval_the_skewed_replica_takes_is_valid_for_its_time_on_bot
     tag = secrets.token_hex(4)
     rule = {"tool": "email__send", "role": "approver", "valid_for": f"{VALID:g}s"}
     mails: dict[str, dict[str, str]] = {}
-    agents: dict[str, Any] = {}
+    agents: dict[str, Agent] = {}
     ends: dict[str, float] = {}
     # One run per mail (a pending approval holds its run waiting), each approved through B.
     for name in ("now-a", "now-b", "late-a", "late-b"):
@@ -136,8 +136,8 @@ async def test_an_approval_the_skewed_replica_takes_is_valid_for_its_time_on_bot
         ends[name] = within(approved["valid_until"], before + VALID, after + VALID)
         agents[name] = agent
         if name.startswith("now-"):  # used at once: B's clock ahead does not expire it early
-            sent = await agent.call("email__send", mails[name])
-            assert sent.ok, (name, sent)
+            now = await agent.call("email__send", mails[name])
+            assert now.ok, (name, now)
 
     await until(cluster, max(ends["late-a"], ends["late-b"]))
     for name in ("late-a", "late-b"):
