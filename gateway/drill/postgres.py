@@ -74,6 +74,16 @@ def drop_database(url: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def now(url: str) -> float:
+    """The database's clock, in epoch seconds: the time every replica's transactions decide by.
+
+    Raises: psycopg.Error when the server does not answer.
+    """
+    with psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT) as conn:
+        row = conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()
+    return float(row[0]) if row else 0.0
+
+
 def is_drill_database(url: str) -> bool:
     """Whether `url` names a database the drill creates (on PostgreSQL)."""
     return url.startswith(("postgresql://", "postgres://")) and urlsplit(url).path.lstrip("/").startswith(PREFIX)

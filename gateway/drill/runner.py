@@ -66,6 +66,7 @@ async def run_one(
     findings = Findings()
     try:
         async with World(folder, sabotage=sabotage, replicas=case.replicas, postgres=postgres) as world:
+            world.keep_store = True  # evidence, unless the case passes
             try:
                 await asyncio.wait_for(case.body(world, mode, findings), CASE_TIMEOUT)
             except TimeoutError:

@@ -10,6 +10,7 @@ ORDER = (
     "crash",
     "lease",
     "authority",
+    "clock",
     "cancel",
     "budget",
     "payload",
