@@ -30,12 +30,15 @@ import httpx
 import psycopg
 from psycopg.rows import dict_row
 
-from gateway.drill.world import Agent, Service, free_port, stop_process, wait_healthy
+from gateway.drill.world import Agent, Service, free_port, stop_process
 from gateway.yamlfile import read_yaml
 from tests.harness_postgres import fresh_database
 
 ROOT = Path(__file__).resolve().parents[2]
-WAIT = 30.0  # seconds: the bound on any one start, stop or request
+WAIT = 30.0  # seconds: the bound on any one stop or request
+# seconds: the bound on a replica's start. Two replicas importing the gateway at once on these two
+# cores took 5-6 s idle and 15-25 s beside other suites.
+START_WAIT = 60.0
 TENANT = "acme"
 ROLES = ("admin", "operator", "approver", "auditor")
 TOOL_TIMEOUT = 5.0  # seconds: the demo adapters' bound on a call (a test's held write fits inside it)
@@ -82,8 +85,19 @@ class Replica:
         """Start it on the cluster's database and wait for /healthz."""
         if self.process is not None and self.process.poll() is None:
             raise RuntimeError(f"replica {self.name} is already running")
-        self.process = self._spawn()
-        await wait_healthy(self.url, self.process, self.log)
+        process = self.process = self._spawn()
+
+        async def healthy() -> bool:
+            assert process.poll() is None, f"{self.name} exited {process.returncode}:\n{self.log.read_text()[-3000:]}"
+            with contextlib.suppress(httpx.TransportError):
+                async with httpx.AsyncClient(timeout=2) as http:
+                    return (await http.get(f"{self.url}/healthz")).status_code == 200
+            return False
+
+        try:
+            await eventually(healthy, START_WAIT, every=0.05)
+        except TimeoutError:
+            raise AssertionError(f"{self.name} did not answer /healthz:\n{self.log.read_text()[-3000:]}") from None
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         self.starts += 1
