@@ -563,9 +563,12 @@ def main(options: argparse.Namespace) -> int:
     if unknown:
         print(f"unknown configurations: {sorted(unknown)} (known: {', '.join(CONFIGS)})", file=sys.stderr)
         return 2
-    commit = subprocess.run(
-        ["git", "-C", str(options.tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    commit = (
+        subprocess.run(
+            ["git", "-C", str(options.tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        or f"unknown (--tree {options.tree} is not a git checkout)"
+    )
     dirty = subprocess.run(
         ["git", "-C", str(options.tree), "status", "--porcelain", "--untracked-files=no", "gateway"],
         capture_output=True,
@@ -605,6 +608,11 @@ def main(options: argparse.Namespace) -> int:
                         print(f"  round {round_number + 1} {phase.summary()}", flush=True)
                 loads.append(f"{os.getloadavg()[0]:.2f}")
             measured_for = time.monotonic() - started
+            if any(phase.errors for phases in results.values() for phase in phases):
+                for gateway in (g for config in configs for g in config.gateways):
+                    logged = [line for line in gateway.log.read_text(errors="replace").splitlines() if line.strip()]
+                    if logged:  # a gateway logs at warning and above only: what it says here is about the errors
+                        print(f"--- {gateway.name} log (last 40 lines):", *logged[-40:], sep="\n", file=sys.stderr)
         except BaseException:
             for config in configs:
                 for gateway in config.gateways:
