@@ -16,13 +16,15 @@ import pytest
 from tests.replicas.cluster import Cluster, open_cluster
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def anyio_backend() -> str:
-    """Session-wide, so that one cluster can serve several modules' tests."""
+    """Package-wide, so that one cluster can serve several modules' tests. Not session-wide: anyio's
+    plugin runs every test on the event loop a live fixture holds, and the rest of the suite must
+    keep a fresh loop per test."""
     return "asyncio"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 async def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Cluster]:
     """Both demo services and two `warrant serve` replicas in the default configuration, on a fresh
     database, for every test that makes its own runs and leaves the processes, faults and
