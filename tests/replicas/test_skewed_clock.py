@@ -3,7 +3,7 @@
 B runs with `drill: {clock_offset_s: 600}`. Every expiry is decided on the database's one clock, so
 what B grants, renews or approves ends at the database's time plus its length (read here from the
 database itself, on this same host), B refuses nothing early, and past that time both replicas
-refuse. Short lengths (a 5 s lease, a 6 s approval) are waited out for real: the replicas are real
+refuse. Short lengths (a 6 s lease, an 8 s approval) are waited out for real: the replicas are real
 processes on the real clock.
 """
 
@@ -23,8 +23,8 @@ from tests.replicas.cluster import Cluster, open_cluster
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SKEW = 600.0  # seconds B's clock is ahead
-TTL = 5.0  # seconds: the lease TTL let to lapse (every admitted call renews the lease)
-VALID = 6.0  # seconds: the approvals' valid_for
+TTL = 6.0  # seconds: the lease TTL let to lapse (every admitted call renews the lease)
+VALID = 8.0  # seconds: the approvals' valid_for
 HOUR = 3600.0
 SLACK = 0.5  # seconds a time a replica wrote may lie outside the database's times read around it
 
