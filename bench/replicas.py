@@ -548,12 +548,12 @@ def report(table: dict[tuple[str, str], Phase]) -> None:
             # What the machine could serve if the configuration's own processes had it to themselves.
             serve_ms = p.cpu_ms("gateway") + p.cpu_ms("postgres") + p.cpu_ms("pg shared")
             with_load = serve_ms + p.cpu_ms("load")
-            per_process = p.cpu_ms("gateway") / (2 if p.config == "replicas" else 1)
             print(
                 f"  {p.config:<9} {kind}s: {with_load:.2f} ms of CPU per call in its own processes and the load"
                 f" generator ({cores * 1000 / with_load:,.0f} calls/s on {cores} cores), {serve_ms:.2f} without the"
-                f" load generator ({cores * 1000 / serve_ms:,.0f} calls/s); a gateway process, {per_process:.2f} ms"
-                f" per call of its own, serves {1000 / per_process:,.0f} calls/s per core it gets"
+                f" load generator ({cores * 1000 / serve_ms:,.0f} calls/s); a gateway process, at"
+                f" {p.cpu_ms('gateway'):.2f} ms per call it serves, serves {1000 / p.cpu_ms('gateway'):,.0f} calls/s"
+                " per core it gets"
             )
 
 
