@@ -114,7 +114,7 @@ async def superseded_worker(world: World, mode: Mode, f: Findings) -> None:
 
 @case(
     "takeover-across-replicas",
-    "2. Duplicate start / superseded worker (two replicas)",
+    "2. Duplicate start / superseded worker",
     "a takeover through replica A fences the old worker on replica B: its call in transit across the takeover, "
     "its later write, retry and read (through B and through A) and its renewal are refused lease_superseded and "
     "reach no destination; its write in flight on B keeps its real outcome; the new worker's calls pass through "
