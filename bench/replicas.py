@@ -47,6 +47,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -68,6 +69,7 @@ ADMIN_KEY = "bench-admin-key"
 CALL_TIMEOUT = 30.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 DB_PREFIX = "warrant_bench_"
+REFERENCE = re.compile(r" \(reference [^)]*\)")  # the gateway's per-error reference in an internal error
 
 
 # -- the tools (imported by `warrant serve` through `kind: python`) -----------------------------
@@ -112,7 +114,8 @@ async def load(plan: dict[str, Any]) -> None:
         try:
             result = await asyncio.wait_for(client.call_tool(tool, arguments), CALL_TIMEOUT)
         except Exception as exc:  # a transport failure is counted, not fatal: the table says how many
-            name = f"{type(exc).__name__}: {str(exc)[:80]}"
+            # one key per kind of failure: without the gateway's per-error reference
+            name = f"{type(exc).__name__}: {REFERENCE.sub('', str(exc))[:80]}"
             errors[name] = errors.get(name, 0) + 1
             return
         elapsed = (time.perf_counter() - started) * 1000
