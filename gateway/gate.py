@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -62,6 +63,9 @@ log = logging.getLogger("warrant.gate")
 META_ACTION_ID = "warrant/action_id"
 META_REPLAYED = "warrant/replayed"
 META_BUDGET = "warrant/budget_remaining"
+# How long a run's hard cancel is remembered for calls admitted just before it (seconds): far
+# longer than the moment between an admit's commit and its dispatch.
+CANCELLED_HARD_KEPT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,9 @@ class Gate:
         self._tokens: dict[str, TokenInfo] = {}
         self._in_flight: dict[str, set[asyncio.Task[Any]]] = defaultdict(set)
         self._aborting: set[asyncio.Task[Any]] = set()  # dispatches a hard cancel is aborting
+        # Runs a hard cancel was heard for (monotonic time): a call admitted just before the cancel
+        # committed, whose dispatch was not yet in flight when the abort came, is not sent either.
+        self._cancelled_hard: dict[str, float] = {}
         self.metrics = Metrics(known_tool=lambda name: catalog.get(name) is not None)
         self.progress: Progress | None = None  # the progress tools, set by the app (gateway/progress.py)
 
@@ -401,6 +408,11 @@ class Gate:
         in_flight = self._in_flight[action.run_id]
         in_flight.add(task)
         task.add_done_callback(lambda t: self._forget(action.run_id, t))
+        if action.run_id in self._cancelled_hard:
+            # The hard cancel committed after this call's admit, and its abort came before the
+            # dispatch was in flight: abort it now, before it starts.
+            self._aborting.add(task)
+            task.cancel()
         try:
             if spec.is_write:
                 return await asyncio.shield(task)
@@ -408,6 +420,7 @@ class Gate:
         except asyncio.CancelledError:
             if not (task.cancelled() and not started and task in self._aborting):
                 raise
+            self._aborting.discard(task)
         # Aborted by a hard cancel before the dispatch began: nothing was sent.
         outcome = Outcome(OutcomeKind.NOT_SENT, code="upstream_unavailable", message="aborted before it was sent")
         return await self._settle(spec, admitted, outcome)
@@ -493,6 +506,11 @@ class Gate:
         Aborting a run twice is one abort: a hard cancel is heard here from the operator's request
         and again from the store's notice (gateway/cancel_relay.py); a second `cancel()` of a task
         already aborting would interrupt the settle that records its outcome."""
+        now = time.monotonic()
+        self._cancelled_hard[run_id] = now
+        for seen, at in list(self._cancelled_hard.items()):
+            if now - at > CANCELLED_HARD_KEPT_S:
+                del self._cancelled_hard[seen]
         tasks = list(self._in_flight.get(run_id, ()))
         mine = [task for task in tasks if task not in self._aborting]
         for task in mine:

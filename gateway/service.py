@@ -6,6 +6,7 @@ HTTP routes and, later, the MCP front.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 from collections.abc import Sequence
@@ -78,7 +79,10 @@ class Gateway:
     async def cancel(self, principal: Principal, run_id: str, reason: str | None, *, hard: bool) -> RunRecord:
         run = await self.store.cancel(principal, run_id, reason, hard=hard)
         if hard:
-            await self.gate.abort_run(run_id)
+            # This run and the children its cancel reached. Other processes sharing the store
+            # (PostgreSQL replicas) abort theirs on the store's notice (gateway/cancel_relay.py).
+            hit = await self.store.hard_cancelled_among(self.gate.in_flight_runs())
+            await asyncio.gather(*(self.gate.abort_run(r) for r in {run_id, *hit}))
         for adapter in self.adapters:
             try:
                 await adapter.revoke(run_id)

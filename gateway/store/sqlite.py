@@ -120,6 +120,10 @@ class SQLiteStore(
             self._close_approvals(conn, run.run_id, now, ApprovalStatus.SUPERSEDED, "the run was cancelled")
         elif not hard:
             return  # cancelled already: a second soft cancel changes nothing
+        else:
+            was = conn.execute("SELECT cancelled_hard FROM runs WHERE run_id = ?", (run.run_id,)).fetchone()
+            if not was[0]:  # a soft cancel made hard: in the history too
+                self._event(conn, run.run_id, "run_cancel_hardened", now, by=by, reason=reason)
         if hard:
             # Also a soft cancel made hard: its calls still in flight are aborted, on every process.
             conn.execute("UPDATE runs SET cancelled_hard = 1 WHERE run_id = ?", (run.run_id,))

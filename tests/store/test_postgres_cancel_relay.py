@@ -22,6 +22,7 @@ from gateway.cancel_relay import CancelRelay, relaying
 from gateway.clock import ManualClock
 from gateway.domain.contract import parse_contract
 from gateway.domain.lifecycle import ActionStatus
+from gateway.service import Gateway
 from gateway.store.base import Store
 from gateway.store.postgres_notices import APPLICATION_NAME, listen
 from tests.harness import OPS, WAIT, Run, SQLiteBackend, World, code_of, open_world
@@ -263,3 +264,54 @@ async def test_a_store_that_no_other_process_shares_runs_no_relay(tmp_path: Any,
             assert relay is None
     finally:
         await world.teardown()
+
+
+async def test_a_call_admitted_just_before_a_hard_cancel_whose_abort_came_first_is_not_sent(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cancel commits after the call's admit, and its abort runs before the call's dispatch is
+    in flight (nothing to abort yet): the call is aborted before it is sent, not sent after it."""
+    run = await world.new_run()
+    admit = world.store.admit
+
+    async def admitted_then_cancelled(*args: Any) -> Any:
+        admitted = await admit(*args)
+        await world.store.cancel(OPS, run.run_id, "stop now", hard=True)
+        assert await world.gate.abort_run(run.run_id) == 0  # nothing in flight yet
+        return admitted
+
+    monkeypatch.setattr(world.store, "admit", admitted_then_cancelled)
+    result = await world.call(run.token, "t__write", {"text": "never sent"})
+    assert world.tools.effects == []
+    assert code_of(result) == "upstream_unavailable"
+    action = await world.action(result)
+    assert action.status is ActionStatus.FAILED
+
+
+async def test_a_hard_cancel_through_the_gateway_aborts_the_childs_call_in_flight_in_this_process(
+    world: World,
+) -> None:
+    """One process (SQLite's case): the parent's hard cancel reaches its child's call in flight here."""
+    world.tools.modes["paid"] = "block"
+    parent = await world.new_run()
+    child = await world.store.create_child(OPS, parent.run_id, parse_contract(CHILD))
+    grant = await world.store.acquire_lease(OPS, child.run_id, "worker-c", takeover=False)
+    call = world.spawn(world.gate.call(grant.token, "t__paid", {"text": "held"}))
+    await world.tools.wait_for_effects(1)
+    gateway = Gateway(world.store, world.gate.catalog, world.gate, world.clock, (), ())
+
+    await gateway.cancel(OPS, parent.run_id, "the whole job is off", hard=True)
+
+    assert code_of(await answered_at_once(call)) == "outcome_unknown"
+
+
+async def test_a_soft_cancel_made_hard_is_in_the_history(world: World) -> None:
+    run = await world.new_run()
+    await world.store.cancel(OPS, run.run_id, "off", hard=False)
+    await world.store.cancel(OPS, run.run_id, "off now", hard=True)
+    await world.store.cancel(OPS, run.run_id, "off now, again", hard=True)
+    types = await world.event_types(run.run_id)
+    assert types.count("run_cancelled") == 1 and types.count("run_cancel_hardened") == 1
+    hardened = [e for e in await world.events(run.run_id) if e.type == "run_cancel_hardened"]
+    assert hardened[0].data["reason"] == "off now"
+    assert (await world.store.verify_ledger()).as_dict()["ok"]
