@@ -545,17 +545,18 @@ def report(table: dict[tuple[str, str], Phase]) -> None:
             verdict = "met" if ratio >= 1.6 else "NOT MET"
             print(f"{kind}s: two replicas / one on PostgreSQL: {ratio:.2f}x (goal >= 1.6x: {verdict})", end="")
             print(f"; one on PostgreSQL / one on SQLite: {one.rate / lite.rate:.2f}x" if lite and lite.rate else "")
-        for p in (lite, one, two):
-            if p is None or not p.calls:
+        for phase in (lite, one, two):
+            if phase is None or not phase.calls:
                 continue
             # What the machine could serve if the configuration's own processes had it to themselves.
-            serve_ms = p.cpu_ms("gateway") + p.cpu_ms("postgres") + p.cpu_ms("pg shared")
-            with_load = serve_ms + p.cpu_ms("load")
+            serve_ms = phase.cpu_ms("gateway") + phase.cpu_ms("postgres") + phase.cpu_ms("pg shared")
+            with_load = serve_ms + phase.cpu_ms("load")
+            gateway_ms = phase.cpu_ms("gateway")
             print(
-                f"  {p.config:<9} {kind}s: {with_load:.2f} ms of CPU per call in its own processes and the load"
+                f"  {phase.config:<9} {kind}s: {with_load:.2f} ms of CPU per call in its own processes and the load"
                 f" generator ({cores * 1000 / with_load:,.0f} calls/s on {cores} cores), {serve_ms:.2f} without the"
                 f" load generator ({cores * 1000 / serve_ms:,.0f} calls/s); a gateway process, at"
-                f" {p.cpu_ms('gateway'):.2f} ms per call it serves, serves {1000 / p.cpu_ms('gateway'):,.0f} calls/s"
+                f" {gateway_ms:.2f} ms per call it serves, serves {1000 / gateway_ms:,.0f} calls/s"
                 " per core it gets"
             )
 
