@@ -18,10 +18,12 @@ from typing import Any, TypeVar
 import psycopg
 
 from gateway.clock import Clock
+from gateway.domain.admission import CallFacts
 from gateway.errors import StoreError
-from gateway.store.base import CancelNotices
+from gateway.store.base import AdmitResult, Admitted, CancelNotices
 from gateway.store.postgres_db import CONNECT_TIMEOUT_S, POOL_MAX, PostgresDatabase, postgres_url, redact
 from gateway.store.postgres_notices import CANCEL_CHANNEL, listen
+from gateway.store.records import Intent
 from gateway.store.reports import HealthReport
 from gateway.store.sqlite import SQLiteStore
 from gateway.store.sqlite_base import Conn
@@ -66,6 +68,11 @@ class PostgresStore(SQLiteStore):
             self._clock = DatabaseClock(db, clock)
         self._alive: psycopg.Connection[Any] | None = None
         self._liveness = replica_liveness
+        # A read's settle is not awaited (settle_soon); on PostgreSQL it runs beside whatever comes
+        # next, and the same run's next admit would conflict with it on the run's row. That admit
+        # waits for it instead: reads admitted, by action, and the settles each run has in flight.
+        self._reads: dict[str, str] = {}
+        self._settling: dict[str, set[asyncio.Future[Any]]] = {}
 
     async def open(self) -> None:
         await super().open()
@@ -102,6 +109,29 @@ class PostgresStore(SQLiteStore):
             return False
         taken = conn.execute("SELECT pg_try_advisory_xact_lock(?)", (liveness_key(process_id),)).fetchone()
         return not taken[0]
+
+    async def admit(self, intent: Intent, facts: CallFacts) -> AdmitResult:
+        settling = self._settling.get(intent.run_id)
+        if settling:
+            await asyncio.wait(set(settling))  # its failure is logged where it was submitted
+        result = await super().admit(intent, facts)
+        if isinstance(result, Admitted) and intent.effect == "read":
+            self._reads[result.action.action_id] = intent.run_id
+        return result
+
+    def _settling_soon(self, action_id: str, future: asyncio.Future[Any]) -> None:
+        run_id = self._reads.pop(action_id, None)
+        if run_id is None:
+            return
+        settling = self._settling.setdefault(run_id, set())
+        settling.add(future)
+
+        def settled(done: asyncio.Future[Any]) -> None:
+            settling.discard(done)
+            if not settling and self._settling.get(run_id) is settling:
+                del self._settling[run_id]
+
+        future.add_done_callback(settled)
 
     def _announce_hard_cancel(self, conn: Conn, run_id: str) -> None:
         # Delivered at commit, once, to every replica listening (postgres_notices.py).

@@ -49,7 +49,12 @@ POOL_MIN = 2
 POOL_MAX = 8  # connections, and worker threads: each runs one transaction at a time
 CONNECT_TIMEOUT_S = 10.0
 ACQUIRE_TIMEOUT_S = 30.0  # the longest a transaction waits for a free connection
-MAX_ATTEMPTS = 20  # runs of one transaction that PostgreSQL aborted for serialization or a deadlock
+# A transaction PostgreSQL aborted for serialization or a deadlock runs again, up to ESCALATE_AFTER
+# times side by side with the others; then once more alone: it holds WRITERS_LOCK exclusively, which
+# every writing transaction of every replica holds shared from its first statement, so it runs
+# while no other writes (SQLite's write lock, for one transaction) and cannot be aborted for them.
+ESCALATE_AFTER = 3
+MAX_ATTEMPTS = ESCALATE_AFTER + 1
 BACKOFF_FIRST_S = 0.001
 BACKOFF_MAX_S = 0.05
 # serialization_failure, deadlock_detected, and unique_violation: two transactions that both append
@@ -58,13 +63,18 @@ BACKOFF_MAX_S = 0.05
 # loser reads the winner's row and decides on it, as it would have after SQLite's write lock. A
 # unique violation that is the store's own bug fails the same way every time, after the last run.
 RETRIED = frozenset({"40001", "40P01", "23505"})
-# pg_advisory_xact_lock key: crc32("warrant.migrations"). Taken by the migrating transaction, so two
+# pg_advisory_xact_lock key ("WARN" in ASCII). Taken by the migrating transaction, so two
 # replicas starting at once apply each migration once.
 MIGRATION_LOCK = 0x5741_524E
+# pg_advisory_lock key ("WARW" in ASCII). Shared by every writing transaction, exclusive for one
+# that runs alone (ESCALATE_AFTER).
+WRITERS_LOCK = 0x5741_5257
 
 _BEGIN_DURABLE = b"BEGIN ISOLATION LEVEL SERIALIZABLE"
 _BEGIN_LAZY = b"BEGIN ISOLATION LEVEL SERIALIZABLE; SET LOCAL synchronous_commit TO OFF"
 _BEGIN_READ = b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+# What a writing transaction sends after its BEGIN, in the same round trip (not when it runs alone).
+_SHARE_WRITERS = b"; SELECT pg_advisory_xact_lock_shared(%d)" % WRITERS_LOCK
 # Sent with BEGIN, in the same round trip: the transaction's time by the database's clock.
 _DATABASE_NOW = b"; SELECT extract(epoch FROM transaction_timestamp())::float8"
 
@@ -231,6 +241,7 @@ class PostgresDatabase:
         self._threads: concurrent.futures.ThreadPoolExecutor | None = None
         self._submitted: set[asyncio.Future[Any]] = set()  # transactions nobody awaits, not yet done
         self.retries = 0  # transactions run again after a serialization failure or deadlock (all time)
+        self.escalations = 0  # of those, the runs alone (ESCALATE_AFTER)
         self._repeating = threading.Lock()  # held by the one transaction of this process running again
 
     async def open(self) -> None:
@@ -319,12 +330,15 @@ class PostgresDatabase:
             try:
                 if attempt == 1:
                     with pool.connection() as pg:
-                        return self._once(pg, fn, begin)
-                # A transaction run again waits for this process's other repeats: transactions on
-                # one hot run (a burst of calls) then retry one at a time instead of aborting each
-                # other again, and only other replicas' transactions are left to race with.
-                with self._repeating, pool.connection() as pg:
-                    return self._once(pg, fn, begin)
+                        return self._once(pg, fn, begin + _SHARE_WRITERS)
+                if attempt <= ESCALATE_AFTER:
+                    # A transaction run again waits for this process's other repeats: transactions
+                    # on one hot run (a burst of calls) then retry one at a time instead of aborting
+                    # each other again, and only other replicas' transactions are left to race with.
+                    with self._repeating, pool.connection() as pg:
+                        return self._once(pg, fn, begin + _SHARE_WRITERS)
+                with pool.connection() as pg:
+                    return self._alone(pg, fn, begin)
             except psycopg.Error as exc:
                 if exc.sqlstate in RETRIED and attempt < MAX_ATTEMPTS:
                     self.retries += 1  # a statistic: a lost increment between threads costs nothing
@@ -335,6 +349,17 @@ class PostgresDatabase:
                 raise _translate(exc, attempt) from exc
             except PoolTimeout as exc:
                 raise StoreError(f"no PostgreSQL connection was free within {ACQUIRE_TIMEOUT_S:g} s") from exc
+
+    def _alone(self, pg: psycopg.Connection[Row], fn: Callable[[Any], T], begin: bytes) -> T:
+        """Run `fn` while no other writing transaction runs, on any replica: WRITERS_LOCK taken
+        exclusively for the session before BEGIN, so the transaction's snapshot comes after every
+        writer that held it has ended, and no writer starts until this one has."""
+        self.escalations += 1  # a statistic, as `retries`
+        pg.execute(b"SELECT pg_advisory_lock(%s)", (WRITERS_LOCK,))
+        try:
+            return self._once(pg, fn, begin)
+        finally:
+            pg.execute(b"SELECT pg_advisory_unlock(%s)", (WRITERS_LOCK,))
 
     def _migrate(self) -> None:
         with psycopg.connect(self.url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S)) as pg:
@@ -368,8 +393,8 @@ class PostgresDatabase:
             return _once(pg, fn, begin)
         try:
             cursor = pg.execute(begin + _DATABASE_NOW)
-            while cursor.description is None and cursor.nextset():
-                pass  # BEGIN (and SET) answer no rows: on to the SELECT's
+            while cursor.nextset():
+                pass  # BEGIN, SET and the lock come first: the time is the last statement's row
             row = cursor.fetchone()
         except BaseException:
             _rollback(pg)

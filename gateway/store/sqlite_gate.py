@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import replace
@@ -242,6 +243,11 @@ class GateOps(SQLiteBase):
             self._settle_tx(action_id, settlement, want_run=False), durable=settlement.durable, lazy=True
         )
         future.add_done_callback(log_if_failed(action_id))
+        self._settling_soon(action_id, future)
+
+    def _settling_soon(self, action_id: str, future: asyncio.Future[Any]) -> None:
+        """A settle nobody awaits was submitted. SQLite: nothing to do (it commits in order with
+        the next batch, before any later transaction of this process)."""
 
     def _settle_tx(
         self, action_id: str, settlement: Settlement, *, want_run: bool = True

@@ -236,3 +236,70 @@ async def test_a_transaction_that_keeps_failing_to_serialize_is_a_retryable_stor
             await db.transaction(carries_on, durable=True)
     finally:
         await db.close()
+
+
+async def test_a_transaction_that_keeps_losing_to_other_writers_runs_alone_and_commits(
+    postgres_session: PostgresBackend,
+) -> None:
+    """Another replica commits to a row all the time; a slow read-modify-write of it would lose every
+    optimistic run. Its last run is alone (WRITERS_LOCK): it commits, and no increment is lost."""
+    with psycopg.connect(postgres_session.url, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS hot_counter")
+        conn.execute("CREATE TABLE hot_counter (id INTEGER PRIMARY KEY, n BIGINT NOT NULL)")
+        conn.execute("INSERT INTO hot_counter VALUES (1, 0)")
+    mine, other = PostgresDatabase(postgres_session.url), PostgresDatabase(postgres_session.url)
+    await mine.open()
+    await other.open()
+    done = asyncio.Event()
+    counted = [0]
+
+    def increment(conn: Any) -> None:
+        conn.execute("UPDATE hot_counter SET n = n + 1 WHERE id = 1")
+
+    def slow_increment(conn: Any) -> None:
+        (n,) = conn.execute("SELECT n FROM hot_counter WHERE id = 1").fetchone()
+        time.sleep(0.05)  # meanwhile the other replica commits
+        conn.execute("UPDATE hot_counter SET n = ? WHERE id = 1", (n + 1,))
+
+    async def hammer() -> None:
+        while not done.is_set():
+            await other.transaction(increment, durable=False)
+            counted[0] += 1
+
+    try:
+        hammers = [asyncio.create_task(hammer()) for _ in range(4)]
+        await asyncio.sleep(0.1)
+        for _ in range(3):
+            await mine.transaction(slow_increment, durable=True)
+        done.set()
+        await asyncio.gather(*hammers)
+        assert mine.escalations >= 1  # the optimistic runs lost, as intended
+        with psycopg.connect(postgres_session.url) as conn:
+            row = conn.execute("SELECT n FROM hot_counter WHERE id = 1").fetchone()
+        assert row is not None and row[0] == counted[0] + 3
+    finally:
+        done.set()
+        await mine.close()
+        await other.close()
+        with psycopg.connect(postgres_session.url, autocommit=True) as conn:
+            conn.execute("DROP TABLE IF EXISTS hot_counter")
+
+
+async def test_a_runs_next_call_waits_for_its_reads_settle_instead_of_conflicting_with_it(
+    postgres_session: PostgresBackend,
+) -> None:
+    """A read's settle is not awaited; the same run's next admit would race it on the run's row
+    (half the reads of one client rolled back once). It waits for it: not one transaction repeats."""
+    postgres_session.clear()
+    world = await open_world(postgres_session, ManualClock())
+    try:
+        run = await world.new_run()
+        db: PostgresDatabase = world.store._db  # type: ignore[attr-defined]
+        before = db.retries
+        for n in range(30):
+            assert not (await world.call(run.token, "t__read", {"q": f"q{n}"})).is_error
+        assert db.retries == before
+        actions = await world.actions(run.run_id)
+        assert [a.status.value for a in actions].count("succeeded") == 30
+    finally:
+        await world.teardown()
