@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck bench bench-mcp clean
+.PHONY: run test lint typecheck bench bench-mcp bench-replicas clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,9 @@ bench: $(STAMP)
 
 bench-mcp: $(STAMP)
 	$(BIN)/python bench/mcp_proxy.py
+
+bench-replicas: $(STAMP)
+	$(BIN)/python bench/replicas.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
