@@ -16,6 +16,7 @@ from gateway.drill.judge import judge
 from gateway.drill.world import DrillError, World
 
 CASE_TIMEOUT = 180.0  # seconds: a case that takes longer has hung, and fails
+STARTING = 2  # gateways starting at once, across the worlds of one drill (each start is CPU-bound)
 
 
 @dataclass
@@ -39,7 +40,13 @@ class Result:
 
 
 async def run_one(
-    case: Case, mode: Mode, base: Path, sabotage: tuple[str, ...], postgres: str | None = None, absent: str = ""
+    case: Case,
+    mode: Mode,
+    base: Path,
+    sabotage: tuple[str, ...],
+    postgres: str | None = None,
+    absent: str = "",
+    starting: asyncio.Semaphore | None = None,
 ) -> Result:
     """One case in one mode, in a world of its own. A two-replica case runs on the PostgreSQL server
     `postgres`; it is skipped, with the reason, when there is none (`absent` says why)."""
@@ -65,7 +72,8 @@ async def run_one(
         return result(f"not run: two gateway replicas need PostgreSQL: {absent or 'no server given'}", "skipped", [])
     findings = Findings()
     try:
-        async with World(folder, sabotage=sabotage, replicas=case.replicas, postgres=postgres) as world:
+        world = World(folder, sabotage=sabotage, replicas=case.replicas, postgres=postgres, starting=starting)
+        async with world:
             world.keep_store = True  # evidence, unless the case passes
             try:
                 await asyncio.wait_for(case.body(world, mode, findings), CASE_TIMEOUT)
@@ -104,12 +112,13 @@ async def run_all(
     cases run on the PostgreSQL server `postgres`, asked once whether it answers."""
     plan = list(plan)
     limit = asyncio.Semaphore(jobs)
+    starting = asyncio.Semaphore(STARTING)
     absent: str | None = None
     if any(c.replicas > 1 for c, _ in plan):
         absent = await asyncio.to_thread(pg.problem, postgres) if postgres else "no server given"
 
     async def one(case: Case, mode: Mode) -> Result:
         async with limit:
-            return await run_one(case, mode, base, sabotage, postgres, absent or "")
+            return await run_one(case, mode, base, sabotage, postgres, absent or "", starting)
 
     return list(await asyncio.gather(*(one(c, m) for c, m in plan)))
