@@ -1,4 +1,5 @@
-"""`warrant serve`: one Starlette app. MCP at /mcp, the operator API under /api, /healthz, /metrics.
+"""`warrant serve`: one Starlette app. MCP at /mcp, the operator API under /api, /healthz, /metrics,
+the operator console at / (gateway/console/).
 
 Resources live in the lifespan: the store is opened, orphaned actions of dead processes are
 marked `unknown`, adapters are started, the watchdog and its webhook deliveries run in tasks of
@@ -29,6 +30,7 @@ from gateway.cancel_relay import relaying
 from gateway.catalog import Catalog
 from gateway.clock import Clock, OffsetClock, SystemClock
 from gateway.config import Settings, load_adapter
+from gateway.console import console_routes
 from gateway.errors import ConfigError, NotFound
 from gateway.evidence import build_fetcher
 from gateway.gate import Gate
@@ -161,6 +163,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         *tool_routes,
         *key_routes,
         *lineage_routes,
+        *console_routes(settings.ledger_key),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: method_not_allowed})
     return app

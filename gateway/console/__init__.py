@@ -1,0 +1,38 @@
+"""The operator console: server-rendered pages under /console, signed in with an API key.
+
+`/` redirects to the runs. Pages (gateway/console/pages.py) reuse the API's authentication, role
+table and views; the session is a signed cookie (gateway/console/session.py); templates are
+Jinja2 with autoescaping (gateway/console/templates/).
+"""
+
+from __future__ import annotations
+
+from starlette.responses import RedirectResponse
+from starlette.routing import Mount, Route
+from starlette.types import Receive, Scope, Send
+
+from gateway.console.pages import Console
+from gateway.console.session import session_key
+
+
+class ToRuns:
+    """`/`: the console's runs page (an ASGI app, so the route names no API permission)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await RedirectResponse("/console/runs", status_code=303)(scope, receive, send)
+
+
+def console_routes(ledger_key: bytes) -> list[Route | Mount]:
+    console = Console(session_key(ledger_key))
+    pages = [
+        Route("/login", console.login_form, methods=["GET"]),
+        Route("/login", console.login, methods=["POST"]),
+        Route("/logout", console.logout, methods=["POST"]),
+        Route("/runs", console.page("runs.read", console.runs), methods=["GET"]),
+        Route("/runs/{run_id}", console.page("runs.read", console.run), methods=["GET"]),
+        Route("/runs/{run_id}/{verb}", console.control, methods=["POST"]),
+    ]
+    return [Route("/", ToRuns()), Mount("/console", routes=pages)]
+
+
+__all__ = ["console_routes"]
