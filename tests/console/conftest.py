@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import AsyncIterator
 
@@ -33,8 +34,10 @@ async def browser(api: Api) -> AsyncIterator[httpx.AsyncClient]:  # noqa: F811
         yield client
 
 
-async def signed_in(api: Api, key: str) -> httpx.AsyncClient:  # noqa: F811
-    client = httpx.AsyncClient(base_url=api.url, timeout=10, follow_redirects=False)
-    r = await sign_in(client, key)
-    assert r.status_code == 303, r.text
-    return client
+@contextlib.asynccontextmanager
+async def signed_in(api: Api, key: str) -> AsyncIterator[httpx.AsyncClient]:  # noqa: F811
+    """A browser signed in with `key`."""
+    async with httpx.AsyncClient(base_url=api.url, timeout=10, follow_redirects=False) as client:
+        r = await sign_in(client, key)
+        assert r.status_code == 303, r.text
+        yield client
