@@ -24,7 +24,7 @@ from gateway.api.routes import authenticate_key, gateway_of
 from gateway.api.views import run_view
 from gateway.console import session as sessions
 from gateway.errors import Forbidden, NotFound, Unauthenticated, WarrantError
-from gateway.roles import require
+from gateway.roles import permits, require
 from gateway.service import Gateway
 from gateway.store.records import Principal
 
@@ -160,7 +160,12 @@ class Console:
 
     async def run(self, request: Request, principal: Principal, gateway: Gateway, csrf: str) -> Response:
         run = await gateway.store.get_run(principal.tenant, request.path_params["run_id"])
-        context = {"principal": principal, "csrf": csrf, "run": shown(run_view(run, gateway.clock.now()))}
+        context = {
+            "principal": principal,
+            "csrf": csrf,
+            "run": shown(run_view(run, gateway.clock.now())),
+            "may_control": permits(principal, "runs.control"),
+        }
         return self.render(request, "run.html", context)
 
     async def control(self, request: Request) -> Response:

@@ -75,7 +75,7 @@ async def test_a_cancel_through_the_console_refuses_the_workers_next_call(api: A
         r = await browser.post(f"/console/runs/{run['run_id']}/cancel", data={"csrf": csrf, "reason": "stop"})
         assert r.status_code == 303
         page = await browser.get(f"/console/runs/{run['run_id']}")
-    assert 'id="status">cancelled' in page.text
+    assert 'id="status">cancelled' in page.text and 'id="no-control"' not in page.text
     assert (await api.gateway.gate.call(token, "shop__find", {"q": "after"})).code == "run_cancelled"
     assert api.effects == []
 
@@ -83,8 +83,10 @@ async def test_a_cancel_through_the_console_refuses_the_workers_next_call(api: A
 async def test_a_role_without_control_is_refused_with_the_apis_code(api: Api) -> None:
     run = await create_run(api)
     async with signed_in(api, "key-aud") as browser:  # auditor: runs.read, not runs.control
-        csrf = csrf_of((await browser.get(f"/console/runs/{run['run_id']}")).text)
-        r = await browser.post(f"/console/runs/{run['run_id']}/cancel", data={"csrf": csrf, "hard": "true"})
+        page = await browser.get(f"/console/runs/{run['run_id']}")
+        assert 'id="no-control"' in page.text  # the page says so before the form is tried
+        data = {"csrf": csrf_of(page.text), "hard": "true"}
+        r = await browser.post(f"/console/runs/{run['run_id']}/cancel", data=data)
     assert r.status_code == 403 and "forbidden" in r.text and "csrf_failed" not in r.text
     assert await status_in_store(api, run["run_id"]) is RunStatus.RUNNING
 

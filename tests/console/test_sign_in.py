@@ -71,3 +71,18 @@ async def test_sign_out_forgets_the_session(api: Api, browser: httpx.AsyncClient
 async def test_the_root_leads_to_the_runs(api: Api, browser: httpx.AsyncClient) -> None:
     r = await browser.get("/")
     assert (r.status_code, r.headers["location"]) == (303, "/console/runs")
+
+
+async def test_behind_an_https_proxy_the_session_cookie_is_secure(api: Api, browser: httpx.AsyncClient) -> None:
+    # uvicorn takes X-Forwarded-Proto from loopback (its default forwarded_allow_ips): the request is https.
+    https = {"X-Forwarded-Proto": "https"}
+    form = await browser.get("/console/login", headers=https)
+    login_cookie = set_cookies(form)["warrant_console_login"]
+    assert "secure" in login_cookie.lower()
+    # A client keeps a Secure cookie from plain http: this one sends it by hand, as a browser would over https.
+    nonce = login_cookie.split(";")[0]
+    data = {"csrf": csrf_of(form.text), "api_key": "key-ops"}
+    r = await browser.post("/console/login", data=data, headers=https | {"Cookie": nonce})
+    assert r.status_code == 303
+    flags = {part.strip().lower() for part in set_cookies(r)["warrant_console"].split(";")[1:]}
+    assert {"secure", "httponly", "samesite=strict", "path=/"} <= flags
