@@ -3,9 +3,10 @@ the agent beside it.
 
 The gateway serves the shipped demo notebook adapter (`adapters/notes.yaml`) and the shipped policy
 (`policies/default.yaml`: `notes__send` outside acme.example needs an approver). Its keys: an admin and an
-operator of tenant acme, an approver of acme, and an approver of another tenant (globex) who must see none of
-acme's runs. Chromium is the system's (`/usr/bin/chromium`, or WARRANT_CHROMIUM); Playwright only drives it
-through `executable_path` and never downloads a browser.
+operator of tenant acme, an approver of acme, and an approver and an admin of another tenant (globex) who
+must see none of acme's runs (the approver for want of the role, the admin for want of the tenant).
+Chromium is the system's (`/usr/bin/chromium`, or WARRANT_CHROMIUM); Playwright only drives it through
+`executable_path` and never downloads a browser.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import mcp.types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from playwright.async_api import Page
 
 from tests.e2e.serving import ROOT, clean_environ, warrant_serve
 from tests.harness import free_port
@@ -39,6 +41,7 @@ KEYS = {
     "op": ("acme", "operator"),
     "appr": ("acme", "approver"),
     "globex": ("globex", "approver"),
+    "globex-admin": ("globex", "admin"),
 }
 # Flags as the machine's own check started Chromium: without the background-networking ones, Chromium's
 # connections to Google's hosts are refused by a closed network, many at a time, at every start.
@@ -138,12 +141,16 @@ class Served:
                 return await client.call_tool(tool, arguments)
 
 
+def env_name(key: str) -> str:
+    return key.upper().replace("-", "_")
+
+
 @contextlib.contextmanager
 def serve(tmp: Path) -> Iterator[Served]:
     """`warrant serve` on a free loopback port with KEYS, until the block ends."""
     port = free_port()
     keys = "\n".join(
-        f"  - {{name: {name}, tenant: {tenant}, roles: [{role}], key_env: BROWSER_KEY_{name.upper()}}}"
+        f"  - {{name: {name}, tenant: {tenant}, roles: [{role}], key_env: BROWSER_KEY_{env_name(name)}}}"
         for name, (tenant, role) in KEYS.items()
     )
     config = tmp / "warrant.yaml"
@@ -152,7 +159,15 @@ def serve(tmp: Path) -> Iterator[Served]:
         f"adapters: [{ROOT / 'adapters' / 'notes.yaml'}]\npolicies: [{ROOT / 'policies' / 'default.yaml'}]\n"
     )
     env = clean_environ() | {"WARRANT_LEDGER_KEY": "browser-ledger-key"}
-    env |= {f"BROWSER_KEY_{name.upper()}": f"key-{name}" for name in KEYS}
+    env |= {f"BROWSER_KEY_{env_name(name)}": f"key-{name}" for name in KEYS}
     url = f"http://127.0.0.1:{port}"
     with warrant_serve(config, url, env, tmp / "serve.log", WAIT):
         yield Served(url, tmp)
+
+
+async def sign_in(page: Page, served: Served, key: str) -> None:
+    """Sign in through the console's form as a person does: the key typed, the button pressed."""
+    await page.goto(f"{served.url}/console/login")
+    await page.get_by_label("API key").fill(f"key-{key}")
+    await page.get_by_role("button", name="Sign in").click()
+    await page.wait_for_url(f"{served.url}/console/runs")

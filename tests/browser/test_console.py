@@ -1,0 +1,144 @@
+"""The operator console in a real headless Chromium against a real `warrant serve`: sign in with a key,
+see a run the API created, cancel it from its page and watch the agent refused, another tenant's approver
+sees none of it, and a form posted without its CSRF token changes nothing.
+
+Runs, leases and the agent go through the API and the official MCP SDK client (tests/browser/console.py);
+what the tests assert of the pages is what a person sees: text in the page, the URL, the cookie jar."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from playwright.async_api import Dialog, Page, expect
+
+from tests.browser.console import Served, code_of, sign_in
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+def unique(label: str) -> str:
+    return f"{label} {uuid.uuid4().hex[:8]}"
+
+
+async def test_signing_in_shows_a_run_created_through_the_api(page: Page, served: Served) -> None:
+    goal = unique("Collect vendor notes")
+    run_id = await served.create_run(goal)
+
+    await sign_in(page, served, "admin")
+    row = page.locator(f'tr.run[data-run-id="{run_id}"]')
+    await expect(row).to_contain_text(goal)
+    await expect(row.locator(".status")).to_have_text("running")
+    await expect(page.locator("header")).to_contain_text("tenant acme")
+
+    cookies = {c["name"]: c for c in await page.context.cookies(served.url)}
+    session = cookies["warrant_console"]
+    assert (session["httpOnly"], session["sameSite"]) == (True, "Strict")
+    assert "warrant_console" not in await page.evaluate("document.cookie")  # HttpOnly: no script reads it
+
+    await row.get_by_role("link", name=run_id).click()
+    await page.wait_for_url(f"{served.url}/console/runs/{run_id}")
+    await expect(page.locator("#status")).to_have_text("running")
+
+
+async def test_a_wrong_key_is_refused_at_the_sign_in_form(page: Page, served: Served) -> None:
+    await page.goto(f"{served.url}/console/runs")
+    await page.wait_for_url(f"{served.url}/console/login")  # signed out: led to the form
+    await page.get_by_label("API key").fill("key-nobody")
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.locator("#error")).to_contain_text("unauthenticated")
+    assert "warrant_console" not in {c["name"] for c in await page.context.cookies(served.url)}
+
+
+async def test_cancelling_from_the_run_page_refuses_the_agents_next_call(page: Page, served: Served) -> None:
+    run_id = await served.create_run(unique("to be cancelled"))
+    token = await served.lease(run_id)
+    assert code_of(await served.call(token, "notes__append", {"title": "before", "body": "b"})) is None
+
+    dialogs: list[str] = []
+
+    async def confirm(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        await dialog.accept()
+
+    page.on("dialog", confirm)  # a confirm() before the post, if the page asks one
+    await sign_in(page, served, "op")
+    await page.goto(f"{served.url}/console/runs/{run_id}")
+    cancel = page.locator(f'form[action="/console/runs/{run_id}/cancel"]')
+    await expect(cancel).to_contain_text("cannot be resumed")  # the form says how cancel differs from pause
+    await cancel.get_by_label("Reason").fill("the job is off")
+    await cancel.get_by_role("button", name="Cancel the run").click()
+
+    await expect(page.locator("#status")).to_contain_text("cancelled")
+    assert page.url == f"{served.url}/console/runs/{run_id}"
+    assert (await served.run(run_id))["status"] == "cancelled"
+    after = await served.call(token, "notes__append", {"title": "after", "body": "b"})
+    assert code_of(after) == "run_cancelled"
+
+
+async def test_an_approver_of_another_tenant_sees_none_of_it(page: Page, served: Served) -> None:
+    goal = unique("acme only")
+    run_id = await served.create_run(goal)
+
+    # globex's approver: no runs.read, as the API refuses it (and nothing of acme's in the page).
+    await sign_in(page, served, "globex")
+    await expect(page.locator("header")).to_contain_text("tenant globex")
+    for path in ("/console/runs", f"/console/runs/{run_id}"):
+        answer = await page.goto(served.url + path)
+        assert answer is not None and answer.status == 403, path
+        await expect(page.locator("#error")).to_contain_text("forbidden")
+        assert goal not in await page.content() and run_id not in await page.content()
+    assert await post_cancel(page, served, run_id) == 403
+
+    # globex's admin may read runs, but only globex's: acme's run is not listed and not found.
+    await page.context.clear_cookies()
+    await sign_in(page, served, "globex-admin")
+    await expect(page.locator("main")).not_to_contain_text(run_id)
+    assert goal not in await page.content()
+    answer = await page.goto(f"{served.url}/console/runs/{run_id}")
+    assert answer is not None and answer.status == 404
+    await expect(page.locator("#error")).to_contain_text("not_found")
+    assert goal not in await page.content()
+    assert await post_cancel(page, served, run_id) == 404
+
+    assert (await served.run(run_id))["status"] == "running"
+
+
+async def post_cancel(page: Page, served: Served, run_id: str) -> int:
+    """Submit a cancel of RUN_ID from the page as a form of its own would, with the page's own (valid) CSRF
+    token (the pages' CSP lets no script fetch): the answer's status."""
+    csrf = await page.locator('input[name="csrf"]').first.get_attribute("value")
+    async with page.expect_navigation() as navigation:
+        await page.evaluate(
+            """([action, csrf]) => { const form = document.createElement("form");
+                   form.method = "post"; form.action = action;
+                   const field = document.createElement("input");
+                   field.type = "hidden"; field.name = "csrf"; field.value = csrf;
+                   form.appendChild(field); document.body.appendChild(form); form.submit(); }""",
+            [f"/console/runs/{run_id}/cancel", csrf],
+        )
+    answer = await navigation.value
+    assert answer is not None
+    return answer.status
+
+
+async def test_a_form_posted_without_its_csrf_token_changes_nothing(page: Page, served: Served) -> None:
+    run_id = await served.create_run(unique("csrf"))
+    token = await served.lease(run_id)
+
+    await sign_in(page, served, "op")
+    await page.goto(f"{served.url}/console/runs/{run_id}")
+    pause = page.locator(f'form[action="/console/runs/{run_id}/pause"]')
+    removed = await pause.evaluate(
+        """form => { const fields = form.querySelectorAll('input[name="csrf"]');
+                     fields.forEach(f => f.remove()); return fields.length; }"""
+    )
+    assert removed == 1
+    async with page.expect_navigation() as navigation:
+        await pause.get_by_role("button", name="Pause").click()
+    answer = await navigation.value
+    assert answer is not None and answer.status == 403
+    await expect(page.locator("#error")).to_contain_text("csrf_failed")
+
+    assert (await served.run(run_id))["status"] == "running"
+    assert code_of(await served.call(token, "notes__append", {"title": "still", "body": "running"})) is None
