@@ -1,14 +1,20 @@
-"""Fixtures of the browser tests: one gateway per module, a fresh headless Chromium page per test."""
+"""Fixtures of the browser tests: one gateway and one headless Chromium per module, a fresh browser context
+(no cookie, no storage) and page per test."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
-from playwright.async_api import Page, async_playwright
+from playwright.async_api import Browser, Page, async_playwright
 
 from tests.browser.console import CHROMIUM_ARGS, PAGE_WAIT, Served, chromium_executable, serve
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one Chromium serves every test of a module (a launch costs seconds here)."""
+    return "asyncio"
 
 
 @pytest.fixture(scope="module")
@@ -22,16 +28,22 @@ def served(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         yield served
 
 
-@pytest.fixture
-async def page(chromium: str, tmp_path: Path) -> AsyncIterator[Page]:
-    """A page in a new headless Chromium (its own empty profile: no cookie outlives the test)."""
+@pytest.fixture(scope="module")
+async def browser(chromium: str) -> AsyncIterator[Browser]:
     async with async_playwright() as playwright:
-        context = await playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=chromium, headless=True, args=CHROMIUM_ARGS
-        )
+        browser = await playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
         try:
-            context.set_default_timeout(PAGE_WAIT)
-            page = context.pages[0] if context.pages else await context.new_page()
-            yield page
+            yield browser
         finally:
-            await context.close()
+            await browser.close()
+
+
+@pytest.fixture
+async def page(browser: Browser) -> AsyncIterator[Page]:
+    """A page in a new context of its own: what one test signs in does not carry into the next."""
+    context = await browser.new_context()
+    try:
+        context.set_default_timeout(PAGE_WAIT)
+        yield await context.new_page()
+    finally:
+        await context.close()
