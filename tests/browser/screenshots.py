@@ -16,7 +16,8 @@ from pathlib import Path
 import anyio
 from playwright.async_api import async_playwright
 
-from tests.browser.console import CHROMIUM_ARGS, ROOT, Served, chromium_executable, code_of, serve, sign_in
+from tests.browser.console import CHROMIUM_ARGS, Served, chromium_executable, code_of, serve, sign_in
+from tests.e2e.serving import ROOT
 
 
 async def populate(served: Served) -> str:
