@@ -1,6 +1,6 @@
 """The operator console in a real headless Chromium against a real `warrant serve`: sign in with a key,
-see a run the API created, cancel it from its page and watch the agent refused, another tenant's approver
-sees none of it, and a form posted without its CSRF token changes nothing.
+see a run the API created, cancel it from its page and watch the agent refused, pause and resume it, another
+tenant's approver sees none of it, and a form posted without its CSRF token changes nothing.
 
 Runs, leases and the agent go through the API and the official MCP SDK client (tests/browser/console.py);
 what the tests assert of the pages is what a person sees: text in the page, the URL, the cookie jar."""
@@ -142,3 +142,24 @@ async def test_a_form_posted_without_its_csrf_token_changes_nothing(page: Page, 
 
     assert (await served.run(run_id))["status"] == "running"
     assert code_of(await served.call(token, "notes__append", {"title": "still", "body": "running"})) is None
+
+
+async def test_pausing_and_resuming_from_the_run_page_stops_the_agent_and_lets_it_go_on(
+    page: Page, served: Served
+) -> None:
+    run_id = await served.create_run(unique("to be paused"))
+    token = await served.lease(run_id)
+
+    await sign_in(page, served, "op")
+    await page.goto(f"{served.url}/console/runs/{run_id}")
+    pause = page.locator(f'form[action="/console/runs/{run_id}/pause"]')
+    await pause.get_by_label("Reason").fill("lunch")
+    await pause.get_by_role("button", name="Pause").click()
+    await expect(page.locator("#status")).to_contain_text("paused")
+    paused = await served.call(token, "notes__append", {"title": "while paused", "body": "b"})
+    assert code_of(paused) == "run_paused"
+
+    resume = page.locator(f'form[action="/console/runs/{run_id}/resume"]')
+    await resume.get_by_role("button", name="Resume").click()
+    await expect(page.locator("#status")).to_contain_text("running")
+    assert code_of(await served.call(token, "notes__append", {"title": "resumed", "body": "b"})) is None
