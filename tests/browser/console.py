@@ -171,3 +171,15 @@ async def sign_in(page: Page, served: Served, key: str) -> None:
     await page.get_by_label("API key").fill(f"key-{key}")
     await page.get_by_role("button", name="Sign in").click()
     await page.wait_for_url(f"{served.url}/console/runs")
+
+
+async def pending_approval(served: Served, token: str, to: str = "bob@partner.example") -> tuple[str, dict[str, Any]]:
+    """The agent appends a note and asks to send it outside acme.example, which the shipped policy sends to an
+    approver: the pending approval's id and the exact arguments (the agent retries with these)."""
+    appended = await served.call(token, "notes__append", {"title": "vendors", "body": "three of them"})
+    assert code_of(appended) is None and appended.structured_content is not None, appended
+    arguments = {"note_id": appended.structured_content["id"], "to": to}
+    asked = await served.call(token, "notes__send", arguments)
+    assert code_of(asked) == "approval_required" and asked.structured_content is not None, asked
+    approval_id: str = asked.structured_content["error"]["approval_id"]
+    return approval_id, arguments

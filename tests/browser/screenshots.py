@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 from playwright.async_api import async_playwright
 
-from tests.browser.console import CHROMIUM_ARGS, Served, chromium_executable, code_of, serve, sign_in
+from tests.browser.console import CHROMIUM_ARGS, Served, chromium_executable, pending_approval, serve, sign_in
 from tests.e2e.serving import ROOT
 
 
@@ -24,13 +24,8 @@ async def populate(served: Served) -> str:
     """Runs with some history; the id of the one worth a page of its own."""
     shown = await served.create_run("Collect vendor notes and send the summary to a partner")
     token = await served.lease(shown, worker="agent-7")
-    appended = await served.call(token, "notes__append", {"title": "vendors", "body": "three of them"})
-    assert code_of(appended) is None, appended
     await served.call(token, "notes__search", {"query": "vendors"})
-    assert appended.structured_content is not None
-    note_id = appended.structured_content["id"]
-    asked = await served.call(token, "notes__send", {"note_id": note_id, "to": "bob@partner.example"})
-    assert code_of(asked) == "approval_required", asked
+    await pending_approval(served, token)
 
     paused = await served.create_run("Reconcile the March invoices")
     await served.lease(paused, worker="agent-3")

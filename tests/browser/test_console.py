@@ -12,7 +12,7 @@ import uuid
 import pytest
 from playwright.async_api import Dialog, Page, expect
 
-from tests.browser.console import Served, code_of, sign_in
+from tests.browser.console import Served, code_of, pending_approval, sign_in
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -163,3 +163,14 @@ async def test_pausing_and_resuming_from_the_run_page_stops_the_agent_and_lets_i
     await resume.get_by_role("button", name="Resume").click()
     await expect(page.locator("#status")).to_contain_text("running")
     assert code_of(await served.call(token, "notes__append", {"title": "resumed", "body": "b"})) is None
+
+
+async def test_a_run_waiting_for_an_approver_names_the_approval_on_its_page(page: Page, served: Served) -> None:
+    run_id = await served.create_run(unique("waits"))
+    approval_id, _ = await pending_approval(served, await served.lease(run_id))
+
+    await sign_in(page, served, "admin")
+    row = page.locator(f'tr.run[data-run-id="{run_id}"]')
+    await expect(row.locator(".status")).to_have_text("waiting")
+    await page.goto(f"{served.url}/console/runs/{run_id}")
+    await expect(page.locator("#status")).to_contain_text(approval_id)
