@@ -21,10 +21,24 @@ $(NODE_STAMP): $(NODE_DIR)/package-lock.json
 	@command -v npm >/dev/null || { echo "make test needs npm (Node.js) to install $(NODE_DIR)" >&2; exit 1; }
 	npm ci --prefix $(NODE_DIR) --ignore-scripts --no-audit --no-fund --loglevel=error
 
+# The operator console's browser tests (tests/browser/) drive Debian's Chromium through Playwright's
+# `executable_path`: a fresh machine has no browser, and Playwright must not download one (`playwright
+# install` reaches a CDN; the machine reaches only package registries). Installed from Debian's
+# packages when missing: non-interactive (no debconf prompt can stall), quiet (about 50 s here).
+# WARRANT_SKIP_BROWSER=1 skips both the install and the browser tests.
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+BROWSER := $(if $(filter 1,$(WARRANT_SKIP_BROWSER)),,$(CHROMIUM))
+
+$(CHROMIUM):
+	@command -v apt-get >/dev/null || { echo "the browser tests need Chromium at $(CHROMIUM); or set WARRANT_SKIP_BROWSER=1" >&2; exit 1; }
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+
 run: $(STAMP)
 	$(BIN)/python -m gateway.devrun
 
-test: $(STAMP) $(NODE_STAMP)
+test: $(STAMP) $(NODE_STAMP) $(BROWSER)
 	$(BIN)/ruff check gateway tests bench examples
 	$(BIN)/mypy
 	$(BIN)/pytest -q
