@@ -19,22 +19,13 @@ import psycopg
 from psycopg.rows import dict_row
 
 from gateway.clock import ManualClock
+from gateway.drill.postgres import process_alive
 from gateway.store.base import Store
 from gateway.store.postgres import PostgresStore
 from tests.harness import LEDGER_KEY, Tampering
 
 SERVER = os.environ.get("WARRANT_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432")
 PREFIX = "warrant_test_"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @contextlib.contextmanager
@@ -49,7 +40,7 @@ def fresh_database(server: str = SERVER) -> Iterator[str]:
         names = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'warrant\\_test\\_%'").fetchall()
         for (stale,) in names:
             pid = stale[len(PREFIX) :].split("_")[0]
-            if pid.isdigit() and not _alive(int(pid)):
+            if pid.isdigit() and not process_alive(int(pid)):
                 conn.execute(f'DROP DATABASE IF EXISTS "{stale}" WITH (FORCE)')
         conn.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8'")
     try:

@@ -56,7 +56,7 @@ def create_database(server: str) -> str:
             rows = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'warrant\\_drill\\_%'").fetchall()
             for (stale,) in rows:
                 pid = stale[len(PREFIX) :].split("_")[0]
-                if pid.isdigit() and not _alive(int(pid)):
+                if pid.isdigit() and not process_alive(int(pid)):
                     conn.execute(f'DROP DATABASE IF EXISTS "{stale}" WITH (FORCE)')
         conn.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8'")
     return database_url(server, name)
@@ -107,7 +107,8 @@ def redact(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of this machine with that id runs (a database named after it is its own)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
