@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 BOUND = 600  # seconds: a drill that takes longer has hung
-CONTROL = "expired-lease"  # a case no sabotage touches: it must pass under each of them
+CONTROL = "upstream-401"  # a case no sabotage touches, with no short timer: it must pass under each of them
 POSTGRES = os.environ.get("WARRANT_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432")
 
 

@@ -243,11 +243,11 @@ async def budget_two_replicas(world: World, mode: Mode, f: Findings) -> None:
     await check_ledger(world, f, run_id, actions, mode)
     by = Counter(_replica_of(world, a["process_id"]) for a in actions if a["tool"] == TOOL and a["status"] in IN_EFFECT)
     f.saw("in effect by replica: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
-    # Through both: a replica that admitted none would leave the case's point unmade (in its
-    # restart mode A may have admitted only what its kill cut off, so B's share is what counts).
-    f.expect(by.get("gateway-b", 0) > 0, "replica B admitted none of the writes")
-    if mode == "active":
-        f.expect(by.get("gateway-a", 0) > 0, "replica A admitted none of the writes")
+    # Through both: each replica decided on the one budget, admitting some writes or refusing
+    # budget_exhausted ones the other spent it on (which of the two admits how many is timing).
+    for index, name in ((b, "gateway-b"), (a, "gateway-a")):
+        refused = sum(r.code == "budget_exhausted" for i, r in replies.items() if i % 2 == index)
+        f.expect(by.get(name, 0) > 0 or refused > 0, f"replica {name[-1].upper()} decided none of the writes")
     # The agent's replies and the CRM agree: what a call was told succeeded, or may have, is a row.
     told = {email(mode, i) for i, r in replies.items() if r.code is None}
     f.expect(told <= {r["email"] for r in rows(world, mode)}, "a call answered ok has no contact at the CRM")
