@@ -28,7 +28,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from playwright.async_api import Page
 
-from tests.e2e.serving import ROOT, clean_environ, warrant_serve
+from tests.e2e.serving import ROOT, clean_environ, code_of, warrant_serve
 from tests.harness import free_port
 
 WAIT = 20.0  # seconds: the bound on every process start, API call and tool call
@@ -81,15 +81,6 @@ def chromium_executable() -> str:
     if os.environ.get("WARRANT_SKIP_BROWSER") == "1":
         pytest.skip(message)
     pytest.fail(message, pytrace=False)
-
-
-def code_of(result: types.CallToolResult) -> str | None:
-    """The refusal or failure code of a tool result (None: it succeeded)."""
-    if not result.is_error:
-        return None
-    assert result.structured_content is not None, result
-    code: str = result.structured_content["error"]["code"]
-    return code
 
 
 @dataclass

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+from mcp import types
 
 ROOT = Path(__file__).resolve().parents[2]
 STOP_WAIT = 20.0  # seconds a stopping gateway gets before it is killed
@@ -57,3 +58,12 @@ def warrant_serve(config: Path, url: str, env: dict[str, str], log: Path, wait: 
         yield
     finally:
         stop_serve(proc)
+
+
+def code_of(result: types.CallToolResult) -> str | None:
+    """The refusal or failure code of an MCP tool result (None: it succeeded)."""
+    if not result.is_error:
+        return None
+    assert result.structured_content is not None, result
+    code: str = result.structured_content["error"]["code"]
+    return code

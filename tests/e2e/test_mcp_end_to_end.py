@@ -30,7 +30,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.adapters.conftest import Notebook, free_port, wait_until
-from tests.e2e.serving import warrant_serve
+from tests.e2e.serving import code_of, warrant_serve
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -97,15 +97,6 @@ class Served:
             Client(streamable_http_client(f"{self.url}/mcp", http_client=http), mode=transport, cache=None) as client,
         ):
             yield client
-
-
-def code_of(result: types.CallToolResult) -> str | None:
-    """The refusal or failure code of a tool result (None: it succeeded)."""
-    if not result.is_error:
-        return None
-    assert result.structured_content is not None, result
-    code: str = result.structured_content["error"]["code"]
-    return code
 
 
 async def tool_names(client: Client) -> set[str]:

@@ -10,17 +10,10 @@ import pytest
 
 from gateway.domain.operations import OPERATION_ID_META
 from tests.api.conftest import CONTRACT, Api
+from tests.e2e.serving import code_of
 from tests.mcp.test_mcp_front import mcp_client, start
 
 pytestmark = pytest.mark.anyio
-
-
-def code_of(result: types.CallToolResult) -> str | None:
-    if not result.is_error:
-        return None
-    assert result.structured_content is not None
-    code: str = result.structured_content["error"]["code"]
-    return code
 
 
 def text_of(result: types.CallToolResult) -> str:
