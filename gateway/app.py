@@ -34,6 +34,7 @@ from gateway.console import console_routes
 from gateway.errors import ConfigError, NotFound
 from gateway.evidence import build_fetcher
 from gateway.gate import Gate
+from gateway.limits import BodyCap
 from gateway.mcp_front import LeaseTokenGuard, build_mcp_server, fast_path, mcp_app, running
 from gateway.observe import healthz, metrics
 from gateway.pins import Pins
@@ -89,6 +90,9 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         )
         clock = OffsetClock(clock, settings.clock_offset_s)
     catalog, adapters = build_catalog(settings, extra_adapters)
+    limits = settings.limits
+    for adapter in adapters:
+        adapter.max_result_bytes = limits.max_tool_result  # an adapter reading a body stops past it
     tracing.configure(os.environ)  # OpenTelemetry's own variables; traces stay off without them
 
     def gate_of() -> Gate:
@@ -129,6 +133,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                 await start_adapters(adapters, started)
                 catalog.check()  # downstream tools are listed now: a collision stops start-up here
                 gate = Gate(store, catalog, store_clock)
+                gate.limits = settings.limits
                 watchdog = Watchdog(
                     store, store_clock, settings.watchdog, settings.webhooks, catalog=catalog, metrics=gate.metrics
                 )
@@ -158,7 +163,12 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        Route("/mcp", tracing.traced_mcp(LeaseTokenGuard(mcp, gate_of, fast_path(server, gate_of, catalog)))),
+        Route(
+            "/mcp",
+            tracing.traced_mcp(
+                BodyCap(LeaseTokenGuard(mcp, gate_of, fast_path(server, gate_of, catalog)), limits.max_request_body)
+            ),
+        ),
         *api_routes,
         *tool_routes,
         *key_routes,
@@ -166,6 +176,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         *console_routes(settings.ledger_key),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: method_not_allowed})
+    app.state.limits = limits  # the API's body cap and rates (gateway/api/routes.py)
     return app
 
 

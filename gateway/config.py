@@ -23,9 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gateway.adapters.base import Adapter
 from gateway.domain.checks import Validator, parse_host_entry
 from gateway.domain.contract import problems_of
+from gateway.domain.limits import RateLimits, parse_rate, parse_size
 from gateway.domain.units import parse_duration
 from gateway.domain.watch import KINDS
 from gateway.errors import ConfigError
+from gateway.limits import LimitSettings
 from gateway.roles import Role
 from gateway.yamlfile import read_yaml
 
@@ -100,6 +102,31 @@ class ArtifactLimits(BaseModel):
         return str(value)
 
 
+class RateEntry(BaseModel):
+    """`limits.rate`: calls per tenant and per key (`6000/m`); null or absent: not limited."""
+
+    model_config = ConfigDict(extra="forbid")
+    per_tenant: str | None = None
+    per_key: str | None = None
+
+    _rates = field_validator("per_tenant", "per_key", mode="before")(lambda v: v if v is None else str(parse_rate(v)))
+
+
+class LimitsEntry(BaseModel):
+    """`limits:` size caps, rates and the per-run concurrency cap (gateway/limits.py, docs/limits.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_request_body: int | str = "1MiB"
+    max_tool_result: int | str = "8MiB"
+    run_concurrency: int | None = Field(default=16, ge=1, le=10_000)
+    rate: RateEntry | None = None
+
+    @field_validator("max_request_body", "max_tool_result", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> int:
+        return parse_size(value)
+
+
 class FailpointEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     action: Literal["kill", "hang"] = "kill"
@@ -138,6 +165,7 @@ class ConfigFile(BaseModel):
     artifact_limits: ArtifactLimits = ArtifactLimits()
     validators: dict[str, str] = {}
     drill: DrillEntry = DrillEntry()
+    limits: LimitsEntry = LimitsEntry()
 
     @field_validator("artifact_hosts")
     @classmethod
@@ -226,6 +254,7 @@ class Settings:
     sabotage: tuple[str, ...] = ()
     clock_offset_s: float = 0.0  # the drill's wrong clock; 0: off
     migrate_on_start: bool = True
+    limits: LimitSettings = field(default_factory=LimitSettings)
 
 
 def find_config(explicit: str | None) -> Path:
@@ -313,6 +342,20 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         sabotage=tuple(raw.drill.sabotage),
         clock_offset_s=raw.drill.clock_offset_s,
         migrate_on_start=raw.migrate_on_start,
+        limits=limit_settings(raw.limits),
+    )
+
+
+def limit_settings(raw: LimitsEntry) -> LimitSettings:
+    rate = raw.rate or RateEntry()
+    return LimitSettings(
+        max_request_body=parse_size(raw.max_request_body),
+        max_tool_result=parse_size(raw.max_tool_result),
+        run_concurrency=raw.run_concurrency,
+        rate=RateLimits(
+            per_tenant=parse_rate(rate.per_tenant) if rate.per_tenant else None,
+            per_key=parse_rate(rate.per_key) if rate.per_key else None,
+        ),
     )
 
 

@@ -40,6 +40,7 @@ from gateway.domain.operations import (
 from gateway.domain.units import format_money, parse_duration
 from gateway.errors import Refusal, Unauthenticated, WarrantError
 from gateway.ids import new_id
+from gateway.limits import LimitSettings, cap_result, withheld_text
 from gateway.metrics import Metrics
 from gateway.policy.engine import approval_rule, authority_refusal
 from gateway.store.base import Admitted, Held, Refused, Stale, Store
@@ -102,6 +103,7 @@ class Gate:
         self._cancelled_hard: dict[str, float] = {}
         self.metrics = Metrics(known_tool=lambda name: catalog.get(name) is not None)
         self.progress: Progress | None = None  # the progress tools, set by the app (gateway/progress.py)
+        self.limits = LimitSettings()  # `limits:` in warrant.yaml, set by the app (gateway/limits.py)
 
     # -- step 1 ------------------------------------------------------------------------------
     async def authenticate(self, token: str | None) -> TokenInfo:
@@ -241,7 +243,8 @@ class Gate:
             operation_id = client_operation_id or derive_operation_id(run.lineage_id, tool, digest)
             if failpoints.sabotaged("idempotency"):  # the drill's negative control: every call is new
                 operation_id = new_id("sab")
-        facts = CallFacts(epoch=info.epoch, is_write=spec.is_write, reservation=spec.reservation())
+        limits = self.limits.for_call(run.tenant, run.run_id)
+        facts = CallFacts(epoch=info.epoch, is_write=spec.is_write, reservation=spec.reservation(), limits=limits)
         approval_id: str | None = None
         rule = None if failpoints.sabotaged("approval") else approval_rule(tool, spec, terms, arguments)
         if rule is not None:
@@ -259,7 +262,9 @@ class Gate:
             if isinstance(decided, CallResult):
                 return decided
             approval_id = decided
-            facts = CallFacts(epoch=info.epoch, is_write=spec.is_write, approved=True, reservation=facts.reservation)
+            facts = CallFacts(
+                epoch=info.epoch, is_write=spec.is_write, approved=True, reservation=facts.reservation, limits=limits
+            )
 
         intent = Intent(
             run_id=run.run_id,
@@ -446,7 +451,7 @@ class Gate:
         )
         try:
             call = tracing.downstream(spec.name, spec.adapter.name, action, spec.adapter.call(request))
-            outcome = await asyncio.wait_for(call, timeout=spec.timeout)
+            outcome = cap_result(await asyncio.wait_for(call, timeout=spec.timeout), self.limits.max_tool_result)
         except TimeoutError:
             outcome = _uncertain(spec, "upstream_unavailable", f"no answer within {spec.timeout:g} s")
         except asyncio.CancelledError:
@@ -480,9 +485,19 @@ class Gate:
             self.store.settle_soon(action.action_id, settlement)
             remaining = _wire(admitted.remaining, admitted.currency)
         meta: dict[str, Any] = {META_ACTION_ID: action.action_id, META_REPLAYED: False, META_BUDGET: remaining}
-        if outcome.kind is OutcomeKind.SUCCEEDED:
+        if outcome.kind is OutcomeKind.SUCCEEDED and outcome.withheld is None:
             return CallResult(content=outcome.content, structured=outcome.structured, meta=meta)
-        if outcome.kind is OutcomeKind.UNKNOWN:
+        if outcome.kind is OutcomeKind.SUCCEEDED:
+            error = Refusal(
+                "payload_too_large",
+                withheld_text(outcome.withheld or 0, self.limits.max_tool_result, write=spec.is_write),
+                action_id=action.action_id,
+                sent=True,
+                performed=spec.is_write,
+                result_bytes=outcome.withheld,
+                max_bytes=self.limits.max_tool_result,
+            )
+        elif outcome.kind is OutcomeKind.UNKNOWN:
             error = Refusal(
                 "outcome_unknown",
                 f"the outcome of action {action.action_id} could not be established ({outcome.message}); "
@@ -675,6 +690,8 @@ def _uncertain(spec: ToolSpec, read_code: str, message: str) -> Outcome:
 
 
 def _settlement(spec: ToolSpec, outcome: Outcome, currency: str) -> Settlement:
+    if outcome.withheld is not None and outcome.kind is OutcomeKind.SUCCEEDED:
+        return _withheld_settlement(spec, outcome, currency)
     kind = {
         OutcomeKind.SUCCEEDED: SettleKind.SUCCEEDED,
         OutcomeKind.FAILED: SettleKind.FAILED,
@@ -691,6 +708,25 @@ def _settlement(spec: ToolSpec, outcome: Outcome, currency: str) -> Settlement:
         reason=outcome.message,
         receipt=outcome.receipt,
         result=result if spec.is_write else None,
+        actual_spend=outcome.spend(currency),
+        estimate_spend=spec.cost_spend,
+        max_spend=spec.cost_max,
+        durable=spec.is_write,
+    )
+
+
+def _withheld_settlement(spec: ToolSpec, outcome: Outcome, currency: str) -> Settlement:
+    """A result over the cap: a write was performed (succeeded; a replay shows a note instead of the
+    result); a read fails `payload_too_large`, its call counted (it was made)."""
+    size = outcome.withheld or 0
+    note = {"type": "text", "text": f"[payload_too_large] the result ({size} bytes seen) was withheld"}
+    return Settlement(
+        kind=SettleKind.SUCCEEDED if spec.is_write else SettleKind.FAILED,
+        sent=True,
+        code="payload_too_large",
+        reason=f"the result ({size} bytes seen) is over the gateway's cap; withheld",
+        receipt=outcome.receipt,
+        result={"content": [note], "structured": None} if spec.is_write else None,
         actual_spend=outcome.spend(currency),
         estimate_spend=spec.cost_spend,
         max_spend=spec.cost_max,

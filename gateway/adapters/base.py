@@ -63,6 +63,8 @@ class Outcome:
     reported_cost: str | None = None  # the cost the destination reported: a decimal string in the policy currency
     code: str | None = None  # for failures: a stable code from DESIGN.md (upstream_failed, ...)
     message: str | None = None
+    # A success whose result was over the gateway's cap: the bytes seen (at least), the body not kept.
+    withheld: int | None = None
 
     def spend(self, currency: str) -> int | None:
         """The actual cost in minor units of `currency`, if the destination reported one (rounded up)."""
@@ -91,6 +93,9 @@ class Adapter(abc.ABC):
     name: str
     pin: PinMode | None = None  # None: the definitions are this gateway's own configuration
     trust_read_only_hint: bool = False  # a pinned readOnlyHint may make a policy without `effect` a read
+    # The gateway's cap on a result (`limits.max_tool_result`), set before `start`: an adapter that
+    # reads a body itself stops reading past it (None: the adapter's own bound).
+    max_result_bytes: int | None = None
 
     async def start(self) -> None:  # noqa: B027 - optional hook
         """Open connections, start supervising tasks. Called once by the gateway's lifespan."""

@@ -9,7 +9,9 @@ A call and all its retries end within `DEADLINE_SHARE` of the call's timeout, be
 own bound: each attempt's timeout is what remains, and a wait that would pass the deadline is
 not waited. Writes are retried only where the table says (a connect failure: nothing left; a
 409/429/503 to a keyed write); reads also on timeouts and 5xx. At most `MAX_ATTEMPTS` attempts.
-An answer's body is read up to `MAX_BODY` bytes; a 2xx past it is malformed, never a success.
+An answer's body is read up to the gateway's `limits.max_tool_result` (else `MAX_BODY`) bytes; a
+2xx past it is a success whose body is withheld (the gate answers `payload_too_large`), unless
+the tool's `receipt_status` must be read from the body to know (then malformed, as below).
 
 `lookup` asks the tool's `lookup` request whether a call with this key happened: a 2xx answer
 naming the object (`receipt_id`) proves it did; a 404 proves it did not only when asked at least
@@ -167,10 +169,11 @@ class HttpAdapter(Adapter):
                 response = await client.send(request, stream=True)
                 try:
                     body, complete = bytearray(), True
+                    limit = self.max_result_bytes or MAX_BODY
                     async for chunk in response.aiter_bytes():
                         body += chunk
-                        if len(body) > MAX_BODY:
-                            body, complete = body[:MAX_BODY], False
+                        if len(body) > limit:
+                            complete = False  # what was read is kept: its size is reported
                             break
                 finally:
                     await response.aclose()

@@ -7,7 +7,8 @@ gateway's idempotency key, so the destination can tell a repeat from a new reque
     answer / error                         read                          write (unkeyed | keyed)
     2xx, JSON, receipt_id present          succeeded                     succeeded
     2xx, not JSON, receipt_id missing,     failed upstream_failed        unknown ("malformed response")
-      or a body past the adapter's limit
+      or a body past the limit and a receipt_status to read in it
+    2xx, a body past the gateway's cap     failed payload_too_large      succeeded, body withheld (receipt says so)
     2xx whose receipt_status field says    failed upstream_failed        unknown ("contradictory response")
       other than succeeded (or is missing)
     204 / HEAD without receipt_id          succeeded (result null)       succeeded
@@ -188,7 +189,12 @@ def success(ex: Exchange, response: Answer) -> Outcome | Untrusted:
     status = response.status
     digest = sha256_hex(response.body)
     if not response.complete:
-        return Untrusted(f"the body is larger than {len(response.body)} bytes")
+        if ex.tool.receipt_status is not None:
+            field = ex.tool.receipt_status.field
+            return Untrusted(f"the body is larger than {len(response.body)} bytes, so no {field!r}")
+        # Done, says the status; the body is past the gateway's cap: kept neither whole nor in part.
+        withheld = {"status": status, "withheld": True, "result_bytes": len(response.body)}
+        return Outcome(OutcomeKind.SUCCEEDED, receipt=withheld, withheld=len(response.body))
     if not response.body.strip() and (status == 204 or response.method == "HEAD"):
         if ex.tool.receipt_id is not None:
             return Untrusted(f"no body, so no {ex.tool.receipt_id!r}")

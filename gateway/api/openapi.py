@@ -32,8 +32,9 @@ ERRORS: dict[int, str] = {
     403: "the key's roles may not do this (`forbidden`)",
     404: "no such object, or another tenant's (`not_found`)",
     409: "the object's state does not allow it now (`lease_held`, `run_cancelled`, `payload_mismatch`, ...)",
-    413: "the body is larger than 1 MiB (`payload_too_large`)",
+    413: "the body is larger than the gateway's `limits.max_request_body` (`payload_too_large`, `max_bytes`)",
     422: "the body or query is invalid (`invalid_request`, `invalid_contract`, `invalid_cursor`); `problems` lists why",
+    429: "the key's tenant or the key is over its rate (`rate_limited`, `retry_after_s`); wait `Retry-After` seconds",
     501: "served by a later version (`not_implemented`)",
     503: "the store could not answer in time (`store_unavailable`); retry",
 }
@@ -70,7 +71,7 @@ class Op:
             return [401, 501]
         found = set(self.errors)
         if self.security == "key":
-            found |= {401, 403, 503}
+            found |= {401, 403, 429, 503}
         if self.security == "lease":
             found |= {401, 409, 503}
         if "{" in self.path:
@@ -482,6 +483,9 @@ def document() -> dict[str, Any]:
     error_responses["401"]["headers"] = {
         "WWW-Authenticate": {"schema": {"type": "string"}, "description": 'Bearer realm="warrant"'}
     }
+    error_responses["429"]["headers"] = {
+        "Retry-After": {"schema": {"type": "string"}, "description": "whole seconds to wait before trying again"}
+    }
     return {
         "openapi": "3.1.0",
         "info": {
@@ -504,5 +508,12 @@ def document() -> dict[str, Any]:
 
 
 async def openapi_json(request: Request) -> Response:
-    """No key needed: the document says what exists, never what a tenant holds."""
-    return JSONResponse(document())
+    """No key needed: the document says what exists, never what a tenant holds; the body cap it
+    names is this gateway's."""
+    doc = document()
+    cap = getattr(getattr(request.app.state, "limits", None), "max_request_body", None)
+    if cap is not None:
+        responses = doc["components"]["responses"]
+        too_large = {**responses["413"], "description": f"the body is larger than {cap} bytes (`payload_too_large`)"}
+        doc = {**doc, "components": {**doc["components"], "responses": {**responses, "413": too_large}}}
+    return JSONResponse(doc)

@@ -30,19 +30,21 @@ from gateway.domain.lifecycle import RunStatus
 from gateway.domain.report import build_report
 from gateway.domain.units import format_money, parse_money
 from gateway.errors import InvalidRequest, NotFound, Unauthenticated, WarrantError
+from gateway.limits import LimitSettings, RateLimited, check_api_rate, too_large
 from gateway.roles import require
 from gateway.service import Gateway
 from gateway.store.records import ApprovalRecord, ApprovalStatus, Principal, RunRecord
 
 log = logging.getLogger("warrant.api")
 
-MAX_BODY = 1 << 20
 Handler = Callable[[Request, Principal, Gateway], Awaitable[Response]]
 M = TypeVar("M", bound=BaseModel)
 
 
 def error_response(error: WarrantError) -> JSONResponse:
     headers = {"WWW-Authenticate": 'Bearer realm="warrant"'} if error.http_status == 401 else None
+    if isinstance(error, RateLimited):
+        headers = error.headers()
     body = {"error": {"code": error.code, "message": error.message, **_jsonable(error.details)}}
     return JSONResponse(body, status_code=error.http_status, headers=headers)
 
@@ -89,6 +91,7 @@ def endpoint(permission: str) -> Callable[[Handler], Callable[[Request], Awaitab
             try:
                 principal = await authenticate_key(request, gateway)
                 require(principal, permission)
+                await check_api_rate(gateway.store, limits_of(request), principal)
                 return await handler(request, principal, gateway)
             except WarrantError as error:
                 return error_response(error)
@@ -100,14 +103,25 @@ def endpoint(permission: str) -> Callable[[Handler], Callable[[Request], Awaitab
     return wrap
 
 
+def limits_of(request: Request) -> LimitSettings:
+    limits: LimitSettings = getattr(request.app.state, "limits", None) or LimitSettings()
+    return limits
+
+
 async def read_json(request: Request) -> Any:
-    """Raises: InvalidRequest for a body that is too large (413) or not JSON (400)."""
+    """Raises: InvalidRequest for a body over `limits.max_request_body` (413) or not JSON (400)."""
+    cap = limits_of(request).max_request_body
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_BODY:
-        raise InvalidRequest(f"the body is larger than {MAX_BODY} bytes", code="payload_too_large").with_status(413)
-    body = await request.body()
-    if len(body) > MAX_BODY:
-        raise InvalidRequest(f"the body is larger than {MAX_BODY} bytes", code="payload_too_large").with_status(413)
+    if length is not None and length.isdigit() and int(length) > cap:
+        raise too_large("body", cap)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():  # a body without a length is not read past the cap either
+        size += len(chunk)
+        if size > cap:
+            raise too_large("body", cap)
+        chunks.append(chunk)
+    body = b"".join(chunks)
     if not body.strip():
         return {}
     try:

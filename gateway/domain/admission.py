@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import RunStatus, status_refusal
+from gateway.domain.limits import CallLimits
 from gateway.domain.units import format_money
 from gateway.errors import Refusal
 
@@ -69,6 +70,7 @@ class CallFacts:
     is_write: bool
     approved: bool = False  # an approval for exactly this payload will be consumed
     reservation: Reservation = field(default_factory=Reservation)
+    limits: CallLimits | None = None  # rates and the concurrency cap the admit enforces (gateway/limits.py)
 
 
 def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:

@@ -23,6 +23,7 @@ from gateway.clock import Clock
 from gateway.domain.admission import CallFacts
 from gateway.domain.contract import Contract
 from gateway.domain.keys import ApiKeyRecord, KeyEvent
+from gateway.domain.limits import Rate
 from gateway.domain.report import ChargeRecorded, ReportInputs
 from gateway.domain.watch import Alert, RunWatch, UnknownAction
 from gateway.errors import Refusal
@@ -235,6 +236,11 @@ class Store(abc.ABC):
 
         A refusal is recorded as a `rejected` action in the same transaction.
         """
+
+    @abc.abstractmethod
+    async def take_rate(self, scopes: Sequence[tuple[str, Rate]]) -> tuple[str, float] | None:
+        """One request from each scope's rate (an API request: its tenant and key), or from none:
+        the first scope that refuses and the seconds until it would admit (gateway/limits.py)."""
 
     @abc.abstractmethod
     async def record_rejection(

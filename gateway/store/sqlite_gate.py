@@ -24,7 +24,8 @@ from gateway.store.records import (
     Settlement,
     SettleResult,
 )
-from gateway.store.sqlite_base import Conn, SQLiteBase, wire_reservation
+from gateway.store.sqlite_base import Conn, wire_reservation
+from gateway.store.sqlite_limits import LimitOps
 from gateway.store.sqlite_rows import (
     ACTION_COLUMNS,
     Chain,
@@ -47,7 +48,7 @@ _RELEASE = (
 )
 
 
-class GateOps(SQLiteBase):
+class GateOps(LimitOps):
     async def admit(self, intent: Intent, facts: CallFacts) -> AdmitResult:
         # A read's payload body this process already stored is not encoded and offered again.
         store_body = intent.effect == "write" or intent.payload_sha256 not in self._bodies
@@ -74,6 +75,8 @@ class GateOps(SQLiteBase):
                     refusal = None  # the drill's negative control: the limits are not enforced
             if refusal is None and intent.approval_id is not None:
                 refusal = self._check_approval(conn, intent, run, now)
+            if refusal is None and facts.limits is not None:
+                refusal = self._limit_refusal(conn, run, facts.limits, now)
             if refusal is not None:
                 action_id = self._reject(
                     conn,

@@ -6,7 +6,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import anyio
 import httpx
@@ -396,14 +396,35 @@ async def test_a_body_that_never_finishes_is_cut_at_the_calls_bound_and_a_write_
     assert (outcome.kind, outcome.code) == (OutcomeKind.UNKNOWN, "outcome_unknown")
 
 
-@pytest.mark.parametrize(("request_", "kind"), [(create(), OutcomeKind.UNKNOWN), (get_contact(), OutcomeKind.FAILED)])
-async def test_a_2xx_body_past_the_limit_is_never_success(
-    crm: Crm, monkeypatch: pytest.MonkeyPatch, request_: CallRequest, kind: OutcomeKind
+@pytest.mark.parametrize("request_", [create(), get_contact()])
+async def test_a_2xx_body_past_the_cap_is_a_success_with_its_body_withheld(
+    crm: Crm, monkeypatch: pytest.MonkeyPatch, request_: CallRequest
 ) -> None:
+    # The destination did it (2xx): a write stays a success; the gate answers payload_too_large
+    # (a read fails there). Nothing of the body is passed on.
     monkeypatch.setattr(http, "MAX_BODY", 64)
     crm.router.route().respond(200, json={"id": "c-1", "padding": "x" * 100})
     outcome = await crm.adapter().call(request_)
-    assert outcome.kind is kind
+    assert outcome.kind is OutcomeKind.SUCCEEDED
+    assert outcome.withheld is not None and outcome.withheld > 64
+    assert (outcome.content, outcome.structured) == ([], None)
+    assert outcome.receipt is not None and outcome.receipt["withheld"] is True
+
+
+async def test_the_adapter_stops_reading_at_the_gateways_cap(crm: Crm) -> None:
+    sent: list[int] = []
+
+    async def endless() -> AsyncIterator[bytes]:
+        for _ in range(4000):  # 4 MB, if anyone read it all
+            sent.append(1)
+            yield b"x" * 1000
+
+    crm.router.route().mock(return_value=httpx.Response(200, content=endless()))
+    adapter = crm.adapter()
+    adapter.max_result_bytes = 1000
+    outcome = await adapter.call(get_contact())
+    assert outcome.withheld is not None and 1000 < outcome.withheld <= 2000
+    assert len(sent) < 10
 
 
 async def test_an_unknown_charset_is_read_as_utf8(crm: Crm) -> None:

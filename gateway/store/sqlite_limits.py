@@ -1,0 +1,68 @@
+"""The store's part of the limits: rate counters and the per-run concurrency cap (migration 0010).
+
+Both are decided inside a transaction the caller already runs (the admit, gate step 6), or in one
+transaction of their own for an API request. On PostgreSQL the same functions run SERIALIZABLE,
+so two replicas admitting calls for one tenant at once cannot both take its last slot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gateway.domain.admission import RunSnapshot
+from gateway.domain.limits import CONCURRENCY_RETRY_S, CallLimits, Rate, step
+from gateway.errors import Refusal
+from gateway.store.sqlite_base import Conn, SQLiteBase
+
+_TAT = "SELECT tat FROM rate_limits WHERE scope = ?"
+_SET_TAT = "INSERT INTO rate_limits (scope, tat) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET tat = excluded.tat"
+_IN_FLIGHT = "SELECT COUNT(*) FROM actions WHERE run_id = ? AND status = 'admitted'"
+
+
+class LimitOps(SQLiteBase):
+    async def take_rate(self, scopes: Sequence[tuple[str, Rate]]) -> tuple[str, float] | None:
+        def tx(conn: Conn) -> tuple[str, float] | None:
+            return take(conn, scopes, self._clock.now())
+
+        return await self._db.transaction(tx, durable=False)
+
+    def _limit_refusal(self, conn: Conn, run: RunSnapshot, limits: CallLimits, now: float) -> Refusal | None:
+        """The admit's last check, before anything is reserved: the run's calls in flight, then its
+        rates (which count the call only when every one of them admits it)."""
+        cap = limits.run_concurrency
+        if cap is not None:
+            (in_flight,) = conn.execute(_IN_FLIGHT, (run.run_id,)).fetchone()
+            if in_flight >= cap:
+                return Refusal(
+                    "rate_limited",
+                    f"this run already has {in_flight} calls in flight, its cap; try again when one has settled",
+                    limit="run_concurrency",
+                    max=cap,
+                    retry_after_s=CONCURRENCY_RETRY_S,
+                )
+        refused = take(conn, limits.rates, now)
+        if refused is None:
+            return None
+        scope, wait = refused
+        kind = scope.partition(":")[0]
+        return Refusal(
+            "rate_limited",
+            f"too many calls for this {kind}; try again in {wait:.3g} s",
+            limit=kind,
+            retry_after_s=round(wait, 3),
+        )
+
+
+def take(conn: Conn, scopes: Sequence[tuple[str, Rate]], now: float) -> tuple[str, float] | None:
+    """One call from every scope's rate, or from none: the first scope that refuses, and how long
+    until it would admit. Written only when all admit."""
+    taken: list[tuple[str, float]] = []
+    for scope, rate in scopes:
+        row = conn.execute(_TAT, (scope,)).fetchone()
+        decided = step(rate, row[0] if row is not None else None, now)
+        if not decided.admitted:
+            return scope, decided.retry_after
+        taken.append((scope, decided.tat))
+    for scope, tat in taken:
+        conn.execute(_SET_TAT, (scope, tat))
+    return None
