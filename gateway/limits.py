@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from gateway.store.records import Principal
 
 MiB = 2**20
+DRAIN_MAX = 64 * MiB  # bytes of an over-cap body read and dropped before the 413; past it the connection is closed
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class LimitSettings:
 
     def for_api(self, principal: Principal) -> tuple[tuple[str, Rate], ...]:
         """An API request counts against its tenant and its API key."""
-        key = f"key:{principal.key_id}" if principal.key_id else f"config-key:{principal.name}"
+        key = f"key:{principal.key_id}" if principal.key_id else f"key:config:{principal.name}"
         return _rates(self.rate, principal.tenant, key)
 
 
@@ -107,7 +108,7 @@ class BodyCap:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.cap:
-            await self._refuse(send)
+            await self._refuse(receive, send, 0)
             return
         chunks: list[bytes] = []
         size = 0
@@ -120,7 +121,7 @@ class BodyCap:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.cap:
-                await self._refuse(send)
+                await self._refuse(receive, send, size, more=message.get("more_body", False))
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -132,12 +133,19 @@ class BodyCap:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send: Send) -> None:
+    async def _refuse(self, receive: Receive, send: Send, read: int, *, more: bool = True) -> None:
+        # The rest of the body is read and dropped (up to DRAIN_MAX), so that the client, still
+        # writing it, reads this answer instead of a connection reset.
+        while more and read <= DRAIN_MAX:
+            rest = await receive()
+            if rest["type"] != "http.request":
+                return
+            read += len(rest.get("body", b""))
+            more = rest.get("more_body", False)
         message = f"[payload_too_large] the request body is larger than {self.cap} bytes"
         error = {"code": -32600, "message": message, "data": {"code": "payload_too_large", "max_bytes": self.cap}}
         data = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-        # The rest of the body is not read: the connection closes after the answer.
         headers.append((b"connection", b"close"))
         await send({"type": "http.response.start", "status": 413, "headers": headers})
         await send({"type": "http.response.body", "body": data})

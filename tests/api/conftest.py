@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import httpx
 import pytest
 import uvicorn
 
+from gateway.adapters.base import Adapter
 from gateway.adapters.python import PythonAdapter, ToolFailed
 from gateway.app import create_app
 from gateway.clock import ManualClock
@@ -83,32 +85,44 @@ def shop_adapter(effects: list[dict[str, Any]]) -> PythonAdapter:
     return shop
 
 
-def make_app(tmp_path: Path) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
-    """The app every API test serves: the shop adapter, its policies, the keys of `KEYS`."""
+def make_app(
+    tmp_path: Path, *, config_extra: str = "", policy_extra: str = "", adapters: Sequence[Adapter] = ()
+) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
+    """The app every API test serves: the shop adapter, its policies, the keys of `KEYS` (and what
+    a test adds: lines of warrant.yaml and of the policy, adapters)."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(
         "tools:\n"
         "  shop__find: {effect: read}\n"
         "  shop__order: {effect: write, cost: {spend: '0.10'}, approval: {role: approver}}\n"
-        "  shop__charge: {effect: write, cost: {spend: '0.20'}}\n"
+        "  shop__charge: {effect: write, cost: {spend: '0.20'}}\n" + policy_extra
     )
     keys = "\n".join(
         f"  - {{name: {name}, tenant: {tenant}, roles: [{role}], key_env: KEY_{name.upper()}}}"
         for name, (tenant, role) in KEYS.items()
     )
     config = tmp_path / "warrant.yaml"
-    config.write_text(f"database: sqlite:///{tmp_path}/w.db\napi_keys:\n{keys}\npolicies: [policy.yaml]\n")
+    config.write_text(
+        f"database: sqlite:///{tmp_path}/w.db\napi_keys:\n{keys}\npolicies: [policy.yaml]\n" + config_extra
+    )
     env = {f"KEY_{name.upper()}": f"key-{name}" for name in KEYS} | {"WARRANT_LEDGER_KEY": "test-ledger-key"}
     settings = load_settings(config, env)
     clock = ManualClock()
     effects: list[dict[str, Any]] = []
-    app = create_app(settings, clock=clock, extra_adapters=[shop_adapter(effects)])
+    app = create_app(settings, clock=clock, extra_adapters=[shop_adapter(effects), *adapters])
     return app, clock, effects
 
 
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[Api]:
     app, clock, effects = make_app(tmp_path)
+    async with serving(app, clock, effects) as served:
+        yield served
+
+
+@asynccontextmanager
+async def serving(app: Any, clock: ManualClock, effects: list[dict[str, Any]]) -> AsyncIterator[Api]:
+    """`app` under uvicorn on a free loopback port until the block ends."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     import asyncio
