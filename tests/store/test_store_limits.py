@@ -7,6 +7,7 @@ import pytest
 
 from gateway.domain.lifecycle import ActionStatus
 from gateway.domain.limits import Rate, RateLimits
+from gateway.gate import Gate
 from gateway.limits import LimitSettings
 from tests.harness import World, code_of
 
@@ -132,3 +133,32 @@ async def test_a_read_whose_result_is_over_the_cap_fails_and_one_within_it_passe
     limit(world, max_tool_result=10_000)
     assert code_of(await world.call(run.token, "t__read", {"q": "1"})) is None
     assert (await world.action(result)).status is ActionStatus.FAILED
+
+
+async def test_a_second_gateway_process_on_the_same_store_sees_the_same_counts(world: World) -> None:
+    # Two processes (replicas on PostgreSQL; two serves of one file on SQLite) share one count.
+    limit(world, rate=RateLimits(per_key=Rate(2, 60.0)), run_concurrency=None)
+    other_store = world.backend.store(world.clock, process_id="other-gateway")
+    await other_store.open()
+    try:
+        other = Gate(other_store, world.tools.catalog(), world.clock)
+        other.limits = world.gate.limits
+        run = await world.new_run()
+        assert code_of(await world.call(run.token, "t__read", {"q": "1"})) is None
+        assert code_of(await other.call(run.token, "t__read", {"q": "2"})) is None
+        assert code_of(await other.call(run.token, "t__read", {"q": "3"})) == "rate_limited"
+        assert code_of(await world.call(run.token, "t__read", {"q": "4"})) == "rate_limited"
+
+        limit(world, run_concurrency=1)
+        other.limits = world.gate.limits
+        fresh = await world.new_run()
+        world.tools.modes["write"] = "block"
+        in_flight = world.spawn(world.gate.call(fresh.token, "t__write", {"text": "1"}))
+        await world.tools.wait_for_effects(3)  # the two reads above, and this write
+        busy = await other.call(fresh.token, "t__read", {"q": "x"})
+        assert (code_of(busy), error_of(busy)["limit"]) == ("rate_limited", "run_concurrency")
+        world.tools.release.set()
+        assert code_of(await world.settled(in_flight)) is None
+        assert code_of(await other.call(fresh.token, "t__read", {"q": "x"})) is None
+    finally:
+        await other_store.close()
