@@ -21,10 +21,12 @@ from gateway import __version__
 from gateway.api import schemas
 from gateway.domain.contract import Contract
 from gateway.domain.lifecycle import ActionStatus, RunStatus
+from gateway.limits import LimitSettings
 from gateway.roles import ROLES
 from gateway.store.records import ApprovalStatus
 
 Security = Literal["key", "lease", "none"]
+DEFAULT_MAX_BODY = LimitSettings().max_request_body  # when warrant.yaml does not set it
 
 ERRORS: dict[int, str] = {
     400: "the body is not JSON (`invalid_json`)",
@@ -32,7 +34,7 @@ ERRORS: dict[int, str] = {
     403: "the key's roles may not do this (`forbidden`)",
     404: "no such object, or another tenant's (`not_found`)",
     409: "the object's state does not allow it now (`lease_held`, `run_cancelled`, `payload_mismatch`, ...)",
-    413: "the body is larger than the gateway's `limits.max_request_body` (`payload_too_large`, `max_bytes`)",
+    413: "the body is larger than {max_body} bytes, this gateway's `limits.max_request_body` (`payload_too_large`)",
     422: "the body or query is invalid (`invalid_request`, `invalid_contract`, `invalid_cursor`); `problems` lists why",
     429: "the key's tenant or the key is over its rate (`rate_limited`, `retry_after_s`); wait `Retry-After` seconds",
     501: "served by a later version (`not_implemented`)",
@@ -463,8 +465,8 @@ def _operation(op: Op, refs: Refs) -> dict[str, Any]:
 
 
 @functools.cache
-def document() -> dict[str, Any]:
-    """The OpenAPI 3.1 document, built once per process."""
+def document(max_body: int = DEFAULT_MAX_BODY) -> dict[str, Any]:
+    """The OpenAPI 3.1 document for a gateway whose body cap is `max_body`, built once per process."""
     operations = _operations()
     requests = {op.body for op in operations if op.body is not None}
     responses = {op.response for op in operations if op.response is not None} | {schemas.ErrorBody}
@@ -478,7 +480,8 @@ def document() -> dict[str, Any]:
         paths.setdefault(op.path, {})[op.method.lower()] = _operation(op, refs)
     error = refs[(schemas.ErrorBody, "serialization")]
     error_responses: dict[str, Any] = {
-        str(status): {"description": text, "content": _json(error)} for status, text in ERRORS.items()
+        str(status): {"description": text.format(max_body=max_body), "content": _json(error)}
+        for status, text in ERRORS.items()
     }
     error_responses["401"]["headers"] = {
         "WWW-Authenticate": {"schema": {"type": "string"}, "description": 'Bearer realm="warrant"'}
@@ -510,10 +513,5 @@ def document() -> dict[str, Any]:
 async def openapi_json(request: Request) -> Response:
     """No key needed: the document says what exists, never what a tenant holds; the body cap it
     names is this gateway's."""
-    doc = document()
-    cap = getattr(getattr(request.app.state, "limits", None), "max_request_body", None)
-    if cap is not None:
-        responses = doc["components"]["responses"]
-        too_large = {**responses["413"], "description": f"the body is larger than {cap} bytes (`payload_too_large`)"}
-        doc = {**doc, "components": {**doc["components"], "responses": {**responses, "413": too_large}}}
-    return JSONResponse(doc)
+    limits = getattr(request.app.state, "limits", None)
+    return JSONResponse(document(limits.max_request_body if limits is not None else DEFAULT_MAX_BODY))
