@@ -100,7 +100,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         return gateway.gate
 
     server = build_mcp_server(gate_of, catalog)
-    mcp = mcp_app(server, settings.host)
+    mcp = mcp_app(server, settings.host, settings.limits.max_request_body)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

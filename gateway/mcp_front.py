@@ -388,13 +388,21 @@ async def running(server: Server[Any]) -> AsyncIterator[None]:
         yield
 
 
-def mcp_app(server: Server[Any], host: str) -> Starlette:
+def mcp_app(server: Server[Any], host: str, max_body: int | None = None) -> Starlette:
+    """`max_body`: the SDK's own cap on a body (its default when None); gateway/limits.py's
+    BodyCap answers an over-cap body first, so the SDK's must not be the smaller."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     security = None
     if host not in ("127.0.0.1", "localhost", "::1"):
         # Behind a proxy or on a public interface the operator's TLS terminator decides hosts.
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    extra: dict[str, Any] = {} if max_body is None else {"max_request_body_size": max_body}
     return server.streamable_http_app(
-        streamable_http_path="/mcp", stateless_http=True, json_response=True, transport_security=security, host=host
+        streamable_http_path="/mcp",
+        stateless_http=True,
+        json_response=True,
+        transport_security=security,
+        host=host,
+        **extra,
     )

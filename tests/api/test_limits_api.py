@@ -216,3 +216,16 @@ async def test_a_write_whose_answer_is_over_the_cap_is_recorded_as_performed_and
     (action,) = actions
     assert action["status"] == "succeeded"
     assert action["receipt"]["withheld"] is True and action["receipt"]["result_bytes"] > 5000
+
+
+async def test_an_mcp_body_cap_above_the_sdks_own_is_the_one_that_holds(tmp_path: Path) -> None:
+    # The SDK refuses bodies over 4 MiB by default; a gateway configured for more serves them.
+    app, clock, effects = make_app(tmp_path, config_extra="limits: {max_request_body: 6MiB}\n")
+    async with serving(app, clock, effects) as api:
+        _, token = await start(api)
+        async with mcp_client(api, token, "auto") as c:
+            result = await c.call_tool("shop__find", {"q": "x" * 5_000_000})
+            assert code_of(result) is None
+            with pytest.raises(MCPError) as refused:
+                await c.call_tool("shop__find", {"q": "x" * 7_000_000})
+            assert "payload_too_large" in refused.value.error.message
