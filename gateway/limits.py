@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from gateway.store.records import Principal
 
 MiB = 2**20
-DRAIN_MAX = 64 * MiB  # bytes of an over-cap body read and dropped before the 413; past it the connection is closed
+DRAIN_MAX = 16 * MiB  # bytes of an over-cap body read and dropped before the 413; past it the connection is closed
 
 
 @dataclass(frozen=True)
