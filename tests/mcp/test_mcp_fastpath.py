@@ -21,6 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from starlette.routing import Route
 
+from gateway.limits import BodyCap
 from gateway.mcp_fastpath import FastPath
 from gateway.mcp_front import LeaseTokenGuard
 from tests.api.conftest import CONTRACT, Api
@@ -42,7 +43,9 @@ VARYING = [
 
 def fast_path(api: Api) -> FastPath:
     route = next(r for r in api.app.routes if isinstance(r, Route) and r.path == "/mcp")
-    guard = route.app
+    cap = route.app
+    assert isinstance(cap, BodyCap)  # gateway/limits.py, in front of the guard
+    guard = cap.app
     assert isinstance(guard, LeaseTokenGuard) and guard.fast is not None
     return guard.fast
 
