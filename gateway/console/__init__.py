@@ -11,6 +11,7 @@ from starlette.responses import RedirectResponse
 from starlette.routing import Mount, Route
 from starlette.types import Receive, Scope, Send
 
+from gateway.console.approvals import approval_routes
 from gateway.console.pages import Console
 from gateway.console.session import session_key
 
@@ -31,6 +32,7 @@ def console_routes(ledger_key: bytes) -> list[Route | Mount]:
         Route("/runs", console.page("runs.read", console.runs), methods=["GET"]),
         Route("/runs/{run_id}", console.page("runs.read", console.run), methods=["GET"]),
         Route("/runs/{run_id}/{verb}", console.control, methods=["POST"]),
+        *approval_routes(console),
     ]
     return [Route("/", ToRuns()), Mount("/console", routes=pages)]
 

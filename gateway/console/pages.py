@@ -50,6 +50,7 @@ class Console:
             autoescape=True,  # every value, whatever the file's name
             undefined=jinja2.StrictUndefined,
         )
+        env.globals["may"] = permits  # the nav shows the pages a key's roles may read
         self.templates = Jinja2Templates(env=env)
 
     # -- rendering -------------------------------------------------------------------------
@@ -86,11 +87,13 @@ class Console:
         try:
             if not key or "\n" in key or "\r" in key:
                 raise Unauthenticated("an API key is required")
-            await authenticate_key(as_api, gateway)
+            principal = await authenticate_key(as_api, gateway)
         except WarrantError as error:
             return self._login_page(request, error)
         session = sessions.new_session(hashlib.sha256(key.encode()).hexdigest(), gateway.clock.now())
-        response = RedirectResponse("/console/runs", status_code=303, headers=HEADERS)
+        # A key that may not read runs (an approver) lands on what it may read: the approvals.
+        landing = "/console/approvals" if not permits(principal, "runs.read") else "/console/runs"
+        response = RedirectResponse(landing, status_code=303, headers=HEADERS)
         sessions.set_cookie(
             request, response, sessions.COOKIE, sessions.seal(self.key, session), max_age=sessions.SESSION_SECONDS
         )
@@ -145,6 +148,23 @@ class Console:
         route.__name__ = handler.__name__
         return route
 
+    async def form_post(
+        self, request: Request, verbs: tuple[str, ...]
+    ) -> tuple[Principal, str, dict[str, str]] | Response:
+        """A form POST's principal, CSRF token and fields; or the refusal to answer with, when the path's
+        verb is not one of `verbs`, the session is missing or the form does not carry the session's CSRF
+        token (nothing else is looked at then)."""
+        if request.path_params["verb"] not in verbs:
+            return self.refused(request, NotFound(f"no route POST {request.url.path}"), None)
+        found = await self.signed_in(request)
+        if found is None:
+            return self.signed_out(request)
+        principal, csrf = found
+        form = await read_form(request)
+        if not sessions.token_matches(csrf, form.get("csrf")):
+            return self.csrf_refused(request, principal)
+        return principal, csrf, form
+
     def signed_out(self, request: Request) -> Response:
         if request.method == "GET":
             return RedirectResponse("/console/login", status_code=303, headers=HEADERS)
@@ -170,15 +190,10 @@ class Console:
 
     async def control(self, request: Request) -> Response:
         """POST pause / resume / cancel: the session, then the CSRF token, then `runs.control`."""
-        if request.path_params["verb"] not in CONTROLS:
-            return self.refused(request, NotFound(f"no route POST {request.url.path}"), None)
-        found = await self.signed_in(request)
-        if found is None:
-            return self.signed_out(request)
-        principal, csrf = found
-        form = await read_form(request)
-        if not sessions.token_matches(csrf, form.get("csrf")):
-            return self.csrf_refused(request, principal)
+        posted = await self.form_post(request, CONTROLS)
+        if isinstance(posted, Response):
+            return posted
+        principal, csrf, form = posted
         gateway, run_id, verb = gateway_of(request), request.path_params["run_id"], request.path_params["verb"]
         reason = form.get("reason", "").strip()[:2000] or None
         try:

@@ -211,25 +211,23 @@ class ApprovalOps(SQLiteBase):
         return await self._db.read(read)
 
     async def approved_before(self, tenant: str, approval_id: str) -> ApprovalRecord | None:
-        def read(conn: Conn) -> ApprovalRecord | None:
-            # Approving sets decided_by and valid_until; denying leaves valid_until NULL; what
-            # happens later (used, expired, superseded) changes the status only.
-            row = conn.execute(
-                "SELECT b.* FROM approvals a JOIN approvals b ON b.run_id = a.run_id AND b.tool = a.tool "
-                "AND b.seq < a.seq WHERE a.approval_id = ? AND a.tenant = ? AND b.decided_by IS NOT NULL "
-                "AND b.valid_until IS NOT NULL AND b.milestone_id IS NULL ORDER BY b.seq DESC LIMIT 1",
-                (approval_id, tenant),
-            ).fetchone()
-            return approval_from_row(row) if row is not None else None
-
-        return await self._db.read(read)
+        # Approving sets decided_by and valid_until; denying leaves valid_until NULL; what
+        # happens later (used, expired, superseded) changes the status only.
+        return await self._approval_before(
+            tenant, approval_id, "b.decided_by IS NOT NULL AND b.valid_until IS NOT NULL"
+        )
 
     async def proposed_before(self, tenant: str, approval_id: str) -> ApprovalRecord | None:
+        return await self._approval_before(tenant, approval_id, "TRUE")
+
+    async def _approval_before(self, tenant: str, approval_id: str, which: str) -> ApprovalRecord | None:
+        """The newest earlier approval of the same run and tool (no milestone review) meeting `which`."""
+
         def read(conn: Conn) -> ApprovalRecord | None:
             row = conn.execute(
                 "SELECT b.* FROM approvals a JOIN approvals b ON b.run_id = a.run_id AND b.tool = a.tool "
-                "AND b.seq < a.seq WHERE a.approval_id = ? AND a.tenant = ? AND b.milestone_id IS NULL "
-                "ORDER BY b.seq DESC LIMIT 1",
+                f"AND b.seq < a.seq WHERE a.approval_id = ? AND a.tenant = ? AND {which} "
+                "AND b.milestone_id IS NULL ORDER BY b.seq DESC LIMIT 1",
                 (approval_id, tenant),
             ).fetchone()
             return approval_from_row(row) if row is not None else None
