@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -161,7 +162,7 @@ async def sign_in(page: Page, served: Served, key: str) -> None:
     await page.goto(f"{served.url}/console/login")
     await page.get_by_label("API key").fill(f"key-{key}")
     await page.get_by_role("button", name="Sign in").click()
-    await page.wait_for_url(f"{served.url}/console/runs")
+    await page.wait_for_url(re.compile(re.escape(served.url) + "/console/(runs|approvals)$"))  # an approver's inbox
 
 
 async def pending_approval(served: Served, token: str, to: str = "bob@partner.example") -> tuple[str, dict[str, Any]]:
