@@ -41,7 +41,7 @@ class PythonAdapter(Adapter):
         self._tools: dict[str, tuple[ToolDefinition, ToolFunction]] = {}
 
     def destination(self, tool: str, arguments: Any) -> str:
-        return f"in-process tool {tool} of adapter {self.name} (Python, in this gateway)"
+        return f"in-process tool {tool} of adapter {self.name}"
 
     def tool(
         self, *, input_schema: dict[str, Any], description: str = "", name: str | None = None
