@@ -113,6 +113,7 @@ async def test_a_payload_replaced_after_the_page_loaded_cannot_be_approved_from_
             data={"csrf": csrf_of(stale.text), "payload_sha256": shown_hash(stale.text)},
         )
         assert r.status_code == 409 and "approval_not_pending" in r.text
+        assert 'href="/console/approvals">Back to the approvals' in r.text  # not to the runs it may not read
         # A hash other than the approval's own (the page showed another payload) is refused too.
         r = await browser.post(
             f"/console/approvals/{second['approval_id']}/approve",
