@@ -187,3 +187,18 @@ async def test_confirmation_pages_follow_the_apis_roles_and_tenants(api: Api) ->
     async with httpx.AsyncClient(base_url=api.url, timeout=WAIT) as anonymous:
         signed_out = await anonymous.get(path)
     assert signed_out.status_code == 303 and signed_out.headers["location"] == "/console/login"
+
+
+async def test_the_confirmation_page_of_a_finished_run_says_its_form_will_be_refused(api: Api) -> None:
+    run = await create_run(api)
+    rid = run["run_id"]
+    async with signed_in(api, "key-op") as browser:
+        live = await browser.get(f"/console/runs/{rid}/cancel")
+        assert live.status_code == 200 and 'id="terminal"' not in live.text
+        r = await browser.post(f"/console/runs/{rid}/cancel", data={"csrf": csrf_of(live.text)})
+        assert r.status_code == 303
+        again = await browser.get(f"/console/runs/{rid}/resume")
+        assert again.status_code == 200 and 'id="terminal"' in again.text and "run_cancelled" in again.text
+        refused = await browser.post(f"/console/runs/{rid}/resume", data={"csrf": csrf_of(again.text)})
+    assert refused.status_code == 409 and "run_cancelled" in refused.text
+    assert await status_in_store(api, rid) is RunStatus.CANCELLED
