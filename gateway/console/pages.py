@@ -32,7 +32,6 @@ from gateway.service import Gateway
 from gateway.store.records import Principal
 
 MAX_FORM = 16 * 1024
-STATIC = Path(__file__).parent / "static"  # timeline.js
 HEADERS = {
     "Cache-Control": "no-store",
     # Defence in depth behind autoescaping: no script runs, no frame embeds these pages.
