@@ -11,9 +11,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from playwright.async_api import Locator, Page, expect
+from playwright.async_api import Browser, Locator, Page, expect
 
-from tests.browser.console import Served, code_of, pending_approval, sign_in
+from tests.browser.console import PAGE_WAIT, Served, code_of, pending_approval, sign_in
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -202,3 +202,27 @@ async def test_the_timeline_shows_the_agents_next_call_without_a_reload(page: Pa
     assert await page.evaluate("window.loadedOnce === true")
     seqs = [int(s or 0) for s in await timeline.locator("li.event").evaluate_all("(l) => l.map(e => e.dataset.seq)")]
     assert seqs == list(range(1, len(seqs) + 1))  # in order, none twice
+
+
+async def test_without_javascript_the_run_page_shows_its_timeline_and_the_controls_still_work(
+    browser: Browser, served: Served
+) -> None:
+    run_id = await served.create_run(unique("no script"))
+    token = await served.lease(run_id, worker="agent-plain")
+    assert code_of(await served.call(token, "notes__append", {"title": "plain", "body": "b"})) is None
+
+    context = await browser.new_context(java_script_enabled=False)
+    try:
+        context.set_default_timeout(PAGE_WAIT)
+        page = await context.new_page()
+        await sign_in(page, served, "op")
+        await page.goto(f"{served.url}/console/runs/{run_id}")
+        await expect(page.locator("#timeline li.event")).to_have_count(4)  # created, leased, admitted, settled
+        await expect(page.locator("#timeline-state")).to_have_text("as loaded")  # no stream without the script
+        await expect(page.locator("#confirmed")).to_contain_text("notes__append")
+        cancel = await confirm_control(page, served, run_id, "cancel", reason="no script needed")
+        await cancel.get_by_role("button", name="Cancel the run for good").click()
+        await expect(page.locator("#status")).to_contain_text("cancelled")
+    finally:
+        await context.close()
+    assert code_of(await served.call(token, "notes__append", {"title": "after", "body": "b"})) == "run_cancelled"
