@@ -11,9 +11,11 @@ import anyio
 import httpx
 import pytest
 
+from gateway.api import events as sse
 from gateway.domain.lifecycle import RunStatus
 from tests.api.conftest import Api
 from tests.api.test_events_sse import STREAM, WAIT, Reader
+from tests.api.test_keys import create_key
 from tests.api.test_operator_api import create_run, lease
 from tests.console.conftest import csrf_of, signed_in
 from tests.console.test_runs import status_in_store
@@ -144,6 +146,23 @@ async def test_the_event_stream_follows_the_run_for_its_tenant_only(api: Api) ->
     async with signed_in(api, "key-appr") as approver:  # acme's approver: no events.read, as in the API
         refused = await approver.get(path, headers=STREAM)
     assert refused.status_code == 403 and "forbidden" in refused.text
+
+
+async def test_the_event_stream_ends_once_the_sessions_key_is_revoked(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sse, "KEY_RECHECK_S", 0.0)  # ask again at every poll
+    run = await create_run(api)
+    created = await create_key(api, "console-watcher", ["auditor"])
+    async with signed_in(api, created["key"]) as browser:
+        with anyio.fail_after(WAIT):
+            async with browser.stream("GET", f"/console/runs/{run['run_id']}/events", headers=STREAM) as r:
+                reader = Reader(r)
+                assert (await reader.next()) is not None  # run_created: the stream is live
+                async with api.client("ops") as ops:
+                    assert (await ops.post(f"/api/keys/{created['key_id']}/revoke", json={})).status_code == 200
+                while (await reader.next()) is not None:  # whatever was on its way; then the end
+                    pass
 
 
 async def test_the_timeline_script_is_served_as_javascript(api: Api) -> None:
