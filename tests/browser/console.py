@@ -15,7 +15,7 @@ import contextlib
 import os
 import re
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,8 +138,9 @@ def env_name(key: str) -> str:
 
 
 @contextlib.contextmanager
-def serve(tmp: Path) -> Iterator[Served]:
-    """`warrant serve` on a free loopback port with KEYS, until the block ends."""
+def serve(tmp: Path, adapters: Sequence[Path] = (), policies: Sequence[Path] = ()) -> Iterator[Served]:
+    """`warrant serve` on a free loopback port with KEYS, until the block ends; ADAPTERS and POLICIES beside the
+    shipped notebook's."""
     port = free_port()
     keys = "\n".join(
         f"  - {{name: {name}, tenant: {tenant}, roles: [{role}], key_env: BROWSER_KEY_{env_name(name)}}}"
@@ -148,7 +149,8 @@ def serve(tmp: Path) -> Iterator[Served]:
     config = tmp / "warrant.yaml"
     config.write_text(
         f"database: sqlite:///{tmp}/w.db\nlisten: {{host: 127.0.0.1, port: {port}}}\napi_keys:\n{keys}\n"
-        f"adapters: [{ROOT / 'adapters' / 'notes.yaml'}]\npolicies: [{ROOT / 'policies' / 'default.yaml'}]\n"
+        f"adapters: [{', '.join(str(p) for p in [ROOT / 'adapters' / 'notes.yaml', *adapters])}]\n"
+        f"policies: [{', '.join(str(p) for p in [ROOT / 'policies' / 'default.yaml', *policies])}]\n"
     )
     env = clean_environ() | {"WARRANT_LEDGER_KEY": "browser-ledger-key"}
     env |= {f"BROWSER_KEY_{env_name(name)}": f"key-{name}" for name in KEYS}
