@@ -15,6 +15,7 @@ import os
 from collections.abc import AsyncIterator, Sequence
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -40,6 +41,7 @@ from gateway.pins import Pins
 from gateway.policy.loader import load_policies
 from gateway.progress import Progress
 from gateway.service import Gateway
+from gateway.shutdown import Drain, DrainGuard
 from gateway.store.factory import open_store
 from gateway.watchdog import Watchdog, watching
 from gateway.webhooks import Deliverer
@@ -97,6 +99,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
 
     server = build_mcp_server(gate_of, catalog)
     mcp = mcp_app(server, settings.host)
+    drain = Drain()  # begun by `warrant serve`'s first SIGTERM (gateway/shutdown.py)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -129,6 +132,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                 await start_adapters(adapters, started)
                 catalog.check()  # downstream tools are listed now: a collision stops start-up here
                 gate = Gate(store, catalog, store_clock)
+                drain.gate = gate
                 watchdog = Watchdog(
                     store, store_clock, settings.watchdog, settings.webhooks, catalog=catalog, metrics=gate.metrics
                 )
@@ -165,7 +169,13 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         *lineage_routes,
         *console_routes(settings.ledger_key),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: method_not_allowed})
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: not_found, 405: method_not_allowed},
+        middleware=[Middleware(DrainGuard, drain=drain)],
+    )
+    app.state.drain = drain
     return app
 
 

@@ -47,6 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from gateway.app import create_app
     from gateway.config import find_config, load_settings
+    from gateway.shutdown import CLOSE_WAIT_S, FORCED_EXIT, DrainingServer
     from gateway.store.factory import serving
 
     settings = load_settings(find_config(args.config))
@@ -61,8 +62,20 @@ def _serve(args: argparse.Namespace) -> int:
 
             asyncio.run(migrate(settings.database, apply=False))  # due migrations: refused here, in one line
         print(f"warrant {__version__} serving on http://{host}:{port} (store: {settings.database})", flush=True)
-        uvicorn.run(app, host=host, port=port, log_level=args.log_level, access_log=False)
-    return 0
+        # SIGTERM and Ctrl-C drain first (gateway/shutdown.py); uvicorn's own handling would not.
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level=args.log_level,
+            access_log=False,
+            timeout_graceful_shutdown=CLOSE_WAIT_S,
+        )
+        server = DrainingServer(config, app.state.drain, settings.shutdown_grace)
+        server.run()
+        if not server.started:
+            return 3  # uvicorn's start-up failure (the port taken, the lifespan failed): logged above
+    return FORCED_EXIT if server.forced else 0
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -92,12 +92,21 @@ class ArtifactLimits(BaseModel):
     @field_validator("timeout", mode="before")
     @classmethod
     def _timeout(cls, value: Any) -> str | float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            if value <= 0:
-                raise ValueError("timeout must be longer than zero")
-            return float(value)
-        parse_duration(value)
-        return str(value)
+        return seconds_or_duration(value, "timeout")
+
+
+def seconds_or_duration(value: Any, name: str) -> str | float:
+    """A duration (`20s`, `1m`) or a number of seconds, fractions allowed. Raises: ValueError."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if value <= 0:
+            raise ValueError(f"{name} must be longer than zero")
+        return float(value)
+    parse_duration(value)
+    return str(value)
+
+
+def seconds_of(value: str | float) -> float:
+    return value if isinstance(value, float) else float(parse_duration(value))
 
 
 class FailpointEntry(BaseModel):
@@ -138,6 +147,13 @@ class ConfigFile(BaseModel):
     artifact_limits: ArtifactLimits = ArtifactLimits()
     validators: dict[str, str] = {}
     drill: DrillEntry = DrillEntry()
+    # How long calls in flight get to settle after SIGTERM before they are aborted (docs/operations.md).
+    shutdown_grace: str | float = "20s"
+
+    @field_validator("shutdown_grace", mode="before")
+    @classmethod
+    def _grace(cls, value: Any) -> str | float:
+        return seconds_or_duration(value, "shutdown_grace")
 
     @field_validator("artifact_hosts")
     @classmethod
@@ -226,6 +242,7 @@ class Settings:
     sabotage: tuple[str, ...] = ()
     clock_offset_s: float = 0.0  # the drill's wrong clock; 0: off
     migrate_on_start: bool = True
+    shutdown_grace: float = 20.0  # seconds calls in flight get to settle after SIGTERM
 
 
 def find_config(explicit: str | None) -> Path:
@@ -256,6 +273,13 @@ def database_of(path: Path) -> str:
 
     Raises: ConfigError for an invalid configuration file."""
     return _database_url(path, _config_file(path).database)
+
+
+def ledger_key_env_of(path: Path) -> str:
+    """The variable holding the configuration's ledger key (`warrant backup`: no other secret needed).
+
+    Raises: ConfigError for an invalid configuration file."""
+    return _config_file(path).ledger_key_env
 
 
 def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Settings:
@@ -313,6 +337,7 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         sabotage=tuple(raw.drill.sabotage),
         clock_offset_s=raw.drill.clock_offset_s,
         migrate_on_start=raw.migrate_on_start,
+        shutdown_grace=seconds_of(raw.shutdown_grace),
     )
 
 
@@ -323,7 +348,7 @@ def _artifact_settings(path: Path, raw: ConfigFile) -> ArtifactSettings:
     if bad:
         raise ConfigError(f"{path}: artifact_roots must be existing directories: {', '.join(bad)}")
     limits = raw.artifact_limits
-    timeout = limits.timeout if isinstance(limits.timeout, float) else float(parse_duration(limits.timeout))
+    timeout = seconds_of(limits.timeout)
     return ArtifactSettings(roots, tuple(raw.artifact_hosts), limits.max_bytes, timeout)
 
 

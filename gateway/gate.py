@@ -66,6 +66,7 @@ META_BUDGET = "warrant/budget_remaining"
 # How long a run's hard cancel is remembered for calls admitted just before it (seconds): far
 # longer than the moment between an admit's commit and its dispatch.
 CANCELLED_HARD_KEPT_S = 600.0
+ABORTED_BY_CANCEL = "the call was aborted by a hard cancel"
 
 
 @dataclass(frozen=True)
@@ -96,11 +97,17 @@ class Gate:
         self._terms: dict[tuple[str, str], Terms] = {}
         self._tokens: dict[str, TokenInfo] = {}
         self._in_flight: dict[str, set[asyncio.Task[Any]]] = defaultdict(set)
-        self._aborting: set[asyncio.Task[Any]] = set()  # dispatches a hard cancel is aborting
+        # Dispatches being aborted (by a hard cancel, or at shutdown), each with the reason recorded.
+        self._aborting: dict[asyncio.Task[Any], str] = {}
         # Runs a hard cancel was heard for (monotonic time): a call admitted just before the cancel
         # committed, whose dispatch was not yet in flight when the abort came, is not sent either.
         self._cancelled_hard: dict[str, float] = {}
         self.metrics = Metrics(known_tool=lambda name: catalog.get(name) is not None)
+        # Shutdown (gateway/shutdown.py): while set, calls are refused before their admit with this
+        # refusal; `_admitting` counts admits under way, whose dispatch the drain must wait for too.
+        self.refusing: Refusal | None = None
+        self._admitting = 0
+        self._stopped: str | None = None  # the reason every dispatch not yet begun is aborted with
         self.progress: Progress | None = None  # the progress tools, set by the app (gateway/progress.py)
 
     # -- step 1 ------------------------------------------------------------------------------
@@ -281,7 +288,13 @@ class Gate:
             repeat_of=repeat_of,
             spec_version=run.spec_version,
         )
-        admitted = await self.metrics.timed(self.store.admit(intent, facts))
+        if self.refusing is not None:
+            return await self._reject(info, tool, digest, self.refusing)
+        self._admitting += 1
+        try:
+            admitted = await self.metrics.timed(self.store.admit(intent, facts))
+        finally:
+            self._admitting -= 1  # an Admitted's task is in flight before the next await
         if isinstance(admitted, Stale):
             if stale_retry:
                 raise RuntimeError("the run's contract changed twice during one call")
@@ -408,10 +421,11 @@ class Gate:
         in_flight = self._in_flight[action.run_id]
         in_flight.add(task)
         task.add_done_callback(lambda t: self._forget(action.run_id, t))
-        if action.run_id in self._cancelled_hard:
-            # The hard cancel committed after this call's admit, and its abort came before the
-            # dispatch was in flight: abort it now, before it starts.
-            self._aborting.add(task)
+        stopped = self._stopped or (ABORTED_BY_CANCEL if action.run_id in self._cancelled_hard else None)
+        if stopped is not None:
+            # The hard cancel (or the shutdown) came after this call's admit, and its abort came
+            # before the dispatch was in flight: abort it now, before it starts.
+            self._aborting[task] = stopped
             task.cancel()
         try:
             if spec.is_write:
@@ -420,9 +434,9 @@ class Gate:
         except asyncio.CancelledError:
             if not (task.cancelled() and not started and task in self._aborting):
                 raise
-            self._aborting.discard(task)
-        # Aborted by a hard cancel before the dispatch began: nothing was sent.
-        outcome = Outcome(OutcomeKind.NOT_SENT, code="upstream_unavailable", message="aborted before it was sent")
+            reason = self._aborting.pop(task, ABORTED_BY_CANCEL)
+        # Aborted (a hard cancel, the shutdown) before the dispatch began: nothing was sent.
+        outcome = Outcome(OutcomeKind.NOT_SENT, code="upstream_unavailable", message=f"{reason} before it was sent")
         return await self._settle(spec, admitted, outcome)
 
     def _forget(self, run_id: str, task: asyncio.Task[Any]) -> None:
@@ -451,9 +465,10 @@ class Gate:
             outcome = _uncertain(spec, "upstream_unavailable", f"no answer within {spec.timeout:g} s")
         except asyncio.CancelledError:
             # A hard cancel of the run (or shutdown): the request may have left.
-            outcome = _uncertain(spec, "upstream_unavailable", "the call was aborted by a hard cancel")
-            result = await self._settle(spec, admitted, outcome)
             task = asyncio.current_task()
+            reason = self._aborting.get(task, ABORTED_BY_CANCEL) if task is not None else ABORTED_BY_CANCEL
+            outcome = _uncertain(spec, "upstream_unavailable", reason)
+            result = await self._settle(spec, admitted, outcome)
             if task is not None and task in self._aborting:
                 # Our own abort, not the caller going away: the caller, still waiting, gets the
                 # outcome as recorded instead of a CancelledError it never asked for.
@@ -511,10 +526,18 @@ class Gate:
         for seen, at in list(self._cancelled_hard.items()):
             if now - at > CANCELLED_HARD_KEPT_S:
                 del self._cancelled_hard[seen]
-        tasks = list(self._in_flight.get(run_id, ()))
+        return await self._abort(list(self._in_flight.get(run_id, ())), ABORTED_BY_CANCEL)
+
+    async def abort_all(self, reason: str) -> int:
+        """Shutdown: abort every call in flight (writes settle `unknown`, reads failed, with `reason`),
+        and every dispatch admitted from now on before it is sent. Returns how many were in flight."""
+        self._stopped = reason
+        return await self._abort([task for tasks in self._in_flight.values() for task in tasks], reason)
+
+    async def _abort(self, tasks: list[asyncio.Task[Any]], reason: str) -> int:
         mine = [task for task in tasks if task not in self._aborting]
         for task in mine:
-            self._aborting.add(task)
+            self._aborting[task] = reason
             task.cancel()
         try:
             # gather with return_exceptions: the tasks' own cancellations are results here, while a
@@ -522,8 +545,12 @@ class Gate:
             await asyncio.gather(*tasks, return_exceptions=True)
         finally:
             for task in mine:
-                self._aborting.discard(task)
+                self._aborting.pop(task, None)
         return len(tasks)
+
+    def busy(self) -> bool:
+        """Whether any call is admitting, dispatching or settling in this process."""
+        return self._admitting > 0 or any(self._in_flight.values())
 
     def in_flight_runs(self) -> list[str]:
         """The runs this process has calls in flight for (dispatching or settling)."""

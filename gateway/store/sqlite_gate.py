@@ -335,6 +335,8 @@ class GateOps(SQLiteBase):
                     actual_spend=format_money(actual, currency) if actual is not None else None,
                     previous=previous.value,
                     **intent,
+                    # Why an outcome is unknown (a timeout, a hard cancel, the gateway shutting down).
+                    **({"reason": settlement.reason} if target is ActionStatus.UNKNOWN else {}),
                 )
                 if settlement.kind is SettleKind.FAILED and not settlement.sent and updated.approval_id:
                     self._restore_approval(conn, updated.approval_id, run_id, now)
