@@ -4,6 +4,7 @@
     warrant stdio [--url http://127.0.0.1:8700]        (token from WARRANT_TOKEN)
     warrant migrate [--config warrant.yaml | --database URL] [--check]   (the store's schema)
     warrant ledger verify [--config warrant.yaml]      (offline: opens the store read-only)
+    warrant backup OUT [--config F | --database URL] [--check] | restore [BACKUP] --database URL   (cli_backup.py)
     warrant ledger export --run R [--out FILE] | verify --file B [--key-file K]   (evidence bundles: cli_ledger.py)
     warrant tools list | pending | accept NAME [--sha256 H]   (over the API: WARRANT_URL, WARRANT_API_KEY)
     warrant keys create --name N --role R [--expires-in D] | list | revoke ID | rotate ID --overlap D   (the same)
@@ -32,6 +33,7 @@ import sys
 from gateway import __version__
 from gateway.cli_adapters import add_commands as add_adapter_commands
 from gateway.cli_approvals import add_commands as add_approval_commands
+from gateway.cli_backup import add_commands as add_backup_commands
 from gateway.cli_drill import add_commands as add_drill_commands
 from gateway.cli_events import add_commands as add_event_commands
 from gateway.cli_keys import add_commands as add_key_commands
@@ -173,6 +175,7 @@ def parser() -> argparse.ArgumentParser:
     add_event_commands(sub)
     add_adapter_commands(sub)
     add_drill_commands(sub)
+    add_backup_commands(sub)
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=lambda _args: print(__version__) or 0)
     return root

@@ -266,6 +266,12 @@ class Store(abc.ABC):
     async def mark_orphans_unknown(self) -> list[str]:
         """Admitted actions of other (dead) processes become `unknown`. Call once at start-up."""
 
+    @abc.abstractmethod
+    async def mark_restored(self, *, by: str) -> Restored:
+        """After a restore from a backup (`warrant restore`): in ONE transaction, every admitted action
+        becomes `unknown` and every running or waiting run is paused, both with the reason "restored
+        from backup <time of the newest entry>: reconcile before resume" (store/sqlite_restore.py)."""
+
     # -- approvals -------------------------------------------------------------------------
     @abc.abstractmethod
     async def approvals_for(self, run_id: str, tool: str, payload_sha256: str) -> list[ApprovalRecord]:
@@ -551,6 +557,16 @@ def log_if_failed(action_id: str) -> Callable[[asyncio.Future[Any]], None]:
             )
 
     return done
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What `Store.mark_restored` did."""
+
+    taken_at: float | None  # the newest ledger entry the backup holds (None: it holds none)
+    reason: str
+    runs_paused: list[str]
+    actions_unknown: list[str]
 
 
 # -- the watchdog's records ------------------------------------------------------------------

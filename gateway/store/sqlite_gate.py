@@ -417,24 +417,7 @@ class GateOps(SQLiteBase):
                 (self._process_id,),
             ).fetchall()
             rows = [row for row in rows if not self._process_alive(conn, row["process_id"])]
-            for row in rows:
-                reason = "the gateway process that dispatched it ended before its outcome was recorded"
-                conn.execute(
-                    "UPDATE actions SET status = 'unknown', code = 'outcome_unknown', reason = ? WHERE action_id = ?",
-                    (reason, row["action_id"]),
-                )
-                self._event(
-                    conn,
-                    row["run_id"],
-                    "action_settled",
-                    now,
-                    action_id=row["action_id"],
-                    status="unknown",
-                    code="outcome_unknown",
-                    previous="admitted",
-                    process_id=row["process_id"],
-                    reason=reason,
-                )
-            return [row["action_id"] for row in rows]
+            reason = "the gateway process that dispatched it ended before its outcome was recorded"
+            return self._mark_unknown(conn, rows, reason, now)
 
         return await self._db.transaction(tx, durable=True)
