@@ -24,7 +24,8 @@ import secrets
 import shutil
 import sqlite3
 import subprocess
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,21 @@ async def _check_opened(url: str, ledger_key: bytes, migrate: bool, check: Check
         check.problems.append("the ledger does not verify (with this ledger key)")
 
 
+def check_backup_file(path: Path, ledger_key: bytes) -> Check:
+    """`check_store` of a SQLite backup file, on a copy: opening a store writes to its file (its
+    journal mode, the migrations table), and a backup is never written to.
+
+    Raises: ConfigError when there is no file at `path`."""
+    if not path.is_file():
+        raise ConfigError(f"no backup at {path}")
+    with tempfile.TemporaryDirectory(prefix="warrant-check-") as folder:
+        copy = Path(folder) / path.name
+        shutil.copyfile(path, copy)
+        check = check_store(f"sqlite:///{copy}", ledger_key)
+    check.store = str(path)
+    return check
+
+
 def sqlite_integrity(path: Path) -> str:
     """`PRAGMA integrity_check`'s answer ("ok"), or why the file is no SQLite database."""
     try:
@@ -120,15 +136,22 @@ def backup_sqlite(url: str, out: Path, ledger_key: bytes, *, force: bool = False
         raise ConfigError(f"no SQLite store at {source}")
     if out.exists() and not force:
         raise ConfigError(f"{out} exists: choose another name (or --force to replace it)")
-    with partial(out) as tmp:
-        copy_online(source, tmp)
-        check = check_store(f"sqlite:///{tmp.resolve()}", ledger_key)
-        check.store = str(out)
-        check.facts["source"] = str(source)
+    check = checked_into(out, lambda tmp: copy_online(source, tmp), lambda url: check_store(url, ledger_key))
+    check.facts["source"] = str(source)
+    return check
+
+
+def checked_into(target: Path, fill: Callable[[Path], object], check_of: Callable[[str], Check]) -> Check:
+    """`fill` a partial file beside `target` and check its store (`check_of` its URL); renamed to
+    `target` only when the check passed, removed otherwise."""
+    with partial(target) as tmp:
+        fill(tmp)
+        check = check_of(f"sqlite:///{tmp.resolve()}")
+        check.store = str(target)
         if check.ok:
             settle_file(tmp)
-            os.replace(tmp, out)
-            fsync_dir(out.parent)
+            os.replace(tmp, target)
+            fsync_dir(target.parent)
     return check
 
 
@@ -185,15 +208,8 @@ def restore_sqlite(backup: Path, url: str, ledger_key: bytes) -> Check:
     taken = [p for p in (target, Path(f"{target}-wal")) if p.exists()]
     if taken:
         raise ConfigError(f"{taken[0]} exists: restore into a new file (a store is never overwritten)")
-    with partial(target) as tmp:
-        shutil.copyfile(backup, tmp)
-        check = restore_into(f"sqlite:///{tmp.resolve()}", ledger_key)
-        check.store = str(target)
-        check.facts["backup"] = str(backup)
-        if check.ok:
-            settle_file(tmp)
-            os.replace(tmp, target)
-            fsync_dir(target.parent)
+    check = checked_into(target, lambda tmp: shutil.copyfile(backup, tmp), lambda url: restore_into(url, ledger_key))
+    check.facts["backup"] = str(backup)
     return check
 
 

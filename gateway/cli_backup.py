@@ -23,6 +23,7 @@ from typing import Any
 from gateway.backup import (
     Check,
     backup_sqlite,
+    check_backup_file,
     check_store,
     postgres_guidance,
     restore_postgres,
@@ -73,8 +74,8 @@ def _report(check: Check) -> int:
 def _backup(args: argparse.Namespace) -> int:
     url, key = _url_and_key(args)
     if args.check:
-        if args.out:  # a backup file: its own check, whatever the configuration's database is
-            url = "sqlite:///" + str(Path(args.out).resolve())
+        if args.out:  # a backup file (on a copy), whatever the configuration's database is
+            return _report(check_backup_file(Path(args.out), key))
         return _report(check_store(url, key))
     if not args.out:
         raise ConfigError("name the backup file: warrant backup OUT")

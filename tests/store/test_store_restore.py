@@ -14,7 +14,7 @@ pytestmark = pytest.mark.anyio
 async def test_restored_live_runs_are_paused_and_actions_in_flight_unknown_until_resumed(world: World) -> None:
     running, waiting, paused, cancelled = [await world.new_run() for _ in range(4)]
     world.tools.modes["write"] = "block"
-    in_flight = world.spawn(world.gate.call(running.token, "t__write", {"text": "x"}))
+    world.spawn(world.gate.call(running.token, "t__write", {"text": "x"}))
     await world.tools.wait_for_effects(1)
     assert code_of(await world.call(waiting.token, "t__approve", {"text": "big"})) == "approval_required"
     await world.store.pause(OPS, paused.run_id, "an operator's own pause")
