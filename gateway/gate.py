@@ -235,6 +235,8 @@ class Gate:
         *,
         stale_retry: bool = False,
     ) -> CallResult:
+        if self.refusing is not None:  # draining: no approval requested, nothing admitted
+            return await self._reject(info, tool, digest, self.refusing)
         run = info.run
         terms = self.terms_of(run)
         spec = await self._spec(tool)
@@ -288,7 +290,7 @@ class Gate:
             repeat_of=repeat_of,
             spec_version=run.spec_version,
         )
-        if self.refusing is not None:
+        if self.refusing is not None:  # the drain began while this call was deciding
             return await self._reject(info, tool, digest, self.refusing)
         self._admitting += 1
         try:

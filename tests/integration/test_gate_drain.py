@@ -11,7 +11,7 @@ import pytest
 
 from gateway.domain.lifecycle import ActionStatus
 from gateway.shutdown import SHUT_DOWN_REASON, Drain
-from tests.harness import WAIT, World, code_of
+from tests.harness import TENANT, WAIT, World, code_of
 
 pytestmark = pytest.mark.anyio
 
@@ -32,6 +32,13 @@ async def test_while_draining_a_new_call_is_refused_draining_retryable_and_recor
     assert world.tools.calls == []
     [action] = await world.actions(run.run_id)
     assert (action.status, action.code) == (ActionStatus.REJECTED, "draining")
+
+
+async def test_while_draining_a_call_that_needs_approval_asks_for_none(world: World) -> None:
+    run = await world.new_run()
+    draining(world)
+    assert code_of(await world.call(run.token, "t__approve", {"text": "big"})) == "draining"
+    assert (await world.store.list_approvals(TENANT, run_id=run.run_id)).items == []
 
 
 async def test_a_write_in_flight_that_settles_within_the_grace_keeps_its_real_outcome(world: World) -> None:
