@@ -85,7 +85,7 @@ async def test_sigterm_during_a_slow_write_drains_and_the_write_settles_with_its
 ) -> None:
     gw = gateway(tmp_path / "gw", crm, grace=15)
     with gw.serve() as proc:
-        await crm.fault(method="POST", path="/contacts", mode="delay", delay=1.5)
+        await crm.fault(method="POST", path="/contacts", mode="delay", delay=4)  # outlasts the checks below
         result, action_id = await slow_write_then(gw, proc, signal.SIGTERM, refused_while_draining)
         assert await exited(proc, 15 + CLOSE_WAIT_S + 5) == 0
     assert code_of(result) is None, result
@@ -128,7 +128,7 @@ async def test_a_second_ctrl_c_while_draining_exits_at_once_and_the_write_is_not
                 proc.send_signal(signal.SIGINT)
                 await draining_health(gw.url)
                 proc.send_signal(signal.SIGINT)
-                assert await exited(proc, 5) == FORCED_EXIT
+                assert await exited(proc, 10) == FORCED_EXIT
     # Still admitted, or recorded unknown on the way out: the next start marks it unknown either way.
     assert gw.actions()[action_id][0] in ("admitted", "unknown")
     assert (await gw.verify())["ok"] is True
