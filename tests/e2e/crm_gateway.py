@@ -5,6 +5,7 @@ store's rows read from its file."""
 from __future__ import annotations
 
 import contextlib
+import re
 import sqlite3
 import subprocess
 import sys
@@ -16,7 +17,6 @@ from typing import Any
 import anyio
 import httpx
 import httpx2
-import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -37,16 +37,6 @@ CONTRACT: dict[str, Any] = {
     "budgets": {"spend": "5.00", "tool_calls": 100, "writes": 50, "active_seconds": 7200},
     "authority": {"allow": ["crm__*"]},
 }
-
-
-@pytest.fixture
-async def crm(tmp_path: Path) -> AsyncIterator[Service]:
-    service = Service("crm", "CRM_TOKEN", tmp_path / "crm.db", free_port(), tmp_path / "crm.log")
-    await service.start()
-    try:
-        yield service
-    finally:
-        await service.stop()
 
 
 @dataclass
@@ -113,10 +103,12 @@ class Gateway:
             return (await store.verify_ledger()).as_dict()
 
 
-def gateway(folder: Path, crm: Service, *, grace: float = 20.0, db: str = "w.db") -> Gateway:
-    """A configuration in `folder`: the shipped CRM adapter pointed at `crm`, an operator key."""
+def gateway(folder: Path, crm: Service, *, grace: float = 20.0, db: str = "w.db", timeout: int = 60) -> Gateway:
+    """A configuration in `folder`: the shipped CRM adapter pointed at `crm` with the tools'
+    `timeout` (long: a write held at the CRM stays in flight), an operator key."""
     folder.mkdir(parents=True, exist_ok=True)
     adapter = adapter_copy(ROOT / "adapters" / "crm.yaml", folder / "crm.yaml", crm.url)
+    adapter.write_text(re.sub(r"^(\s*)timeout: \d+$", rf"\g<1>timeout: {timeout}", adapter.read_text(), flags=re.M))
     port = free_port()
     config = folder / "warrant.yaml"
     config.write_text(

@@ -11,7 +11,6 @@ PostgreSQL: a real pg_dump of a store, `warrant restore` (pg_restore into a fres
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -25,7 +24,7 @@ from gateway.domain.contract import parse_contract
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.gate import Gate
 from gateway.store.postgres import PostgresStore
-from tests.e2e.crm_gateway import LEDGER_KEY, WAIT, Gateway, agent, crm, gateway
+from tests.e2e.crm_gateway import LEDGER_KEY, WAIT, Gateway, agent, gateway
 from tests.e2e.serving import code_of
 from tests.harness import CONTRACT, OPS, TENANT, Tools
 from tests.harness_postgres import fresh_database
@@ -33,7 +32,6 @@ from tests.integration.test_http_services import Service
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-__all__ = ["crm"]  # the fixture
 HELD = {"email": "held@prospect.example", "name": "Held"}
 
 
@@ -43,17 +41,10 @@ def report(done: Any) -> dict[str, Any]:
     return body
 
 
-def patient(gw: Gateway) -> None:
-    """The CRM tools' timeout 60 s: a write held at the CRM stays in flight through the backup."""
-    adapter = gw.folder / "crm.yaml"
-    adapter.write_text(re.sub(r"^(\s*)timeout: \d+$", r"\g<1>timeout: 60", adapter.read_text(), flags=re.M))
-
-
 async def test_a_backup_under_traffic_restores_into_a_fresh_store_that_verifies_and_starts_paused(
     tmp_path: Path, crm: Service
 ) -> None:
     live = gateway(tmp_path / "live", crm, grace=1)
-    patient(live)
     out = tmp_path / "backups" / "warrant.backup"
     with live.serve():
         run_id, token = await live.lease()

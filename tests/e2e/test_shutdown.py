@@ -22,13 +22,12 @@ import pytest
 from mcp import Client, types
 
 from gateway.shutdown import CLOSE_WAIT_S, FORCED_EXIT, SHUT_DOWN_REASON
-from tests.e2e.crm_gateway import WAIT, Gateway, agent, crm, exited, gateway
+from tests.e2e.crm_gateway import WAIT, Gateway, agent, exited, gateway
 from tests.e2e.serving import code_of
 from tests.integration.test_http_services import Service
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-__all__ = ["crm"]  # the fixture
 CONTACT = {"email": "lee@prospect.example", "name": "Lee"}
 
 
