@@ -160,3 +160,13 @@ async def test_a_postgres_dump_taken_with_a_write_in_flight_restores_paused_with
             await opened.close()
     assert after.status is RunStatus.PAUSED and (after.status_reason or "").startswith("restored from backup")
     assert (action.status, action.reason) == (ActionStatus.UNKNOWN, after.status_reason)
+
+
+def test_backup_of_a_postgres_store_prints_the_pg_dump_commands_without_the_password(tmp_path: Path) -> None:
+    gw = Gateway(tmp_path, "http://unused", tmp_path / "none.yaml", tmp_path / "unused.db")
+    url = "postgresql://warrant:s3cret@db.internal:5432/warrant"
+    done = gw.warrant("backup", str(tmp_path / "w.dump"), "--database", url)
+    assert done.returncode == 0, done.stderr
+    assert f"pg_dump --format=custom --no-owner --no-privileges --file={tmp_path / 'w.dump'}" in done.stdout
+    assert "warrant restore" in done.stdout and "s3cret" not in done.stdout
+    assert not (tmp_path / "w.dump").exists()
