@@ -39,6 +39,7 @@ from gateway.observe import healthz, metrics
 from gateway.pins import Pins
 from gateway.policy.loader import load_policies
 from gateway.progress import Progress
+from gateway.retention import Purger
 from gateway.service import Gateway
 from gateway.store.factory import open_store
 from gateway.watchdog import Watchdog, watching
@@ -129,9 +130,11 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                 await start_adapters(adapters, started)
                 catalog.check()  # downstream tools are listed now: a collision stops start-up here
                 gate = Gate(store, catalog, store_clock)
+                gate.idempotency_for = settings.retention.idempotency
                 watchdog = Watchdog(
                     store, store_clock, settings.watchdog, settings.webhooks, catalog=catalog, metrics=gate.metrics
                 )
+                watchdog.purger = Purger(store, store_clock, settings.retention)
                 deliverer = Deliverer(store, store_clock, settings.webhooks, timeout=settings.watchdog.delivery_timeout)
                 fetcher = build_fetcher(settings)
                 progress = Progress(gate, fetcher, store_clock, settings.validators)
