@@ -23,6 +23,7 @@ from gateway import failpoints, tracing
 from gateway.adapters.base import Adapter
 from gateway.api.keys import routes as key_routes
 from gateway.api.lineage import routes as lineage_routes
+from gateway.api.retention import routes as retention_routes
 from gateway.api.routes import error_response
 from gateway.api.routes import routes as api_routes
 from gateway.api.tools import routes as tool_routes
@@ -166,6 +167,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         *tool_routes,
         *key_routes,
         *lineage_routes,
+        *retention_routes,
         *console_routes(settings.ledger_key),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: method_not_allowed})
