@@ -420,7 +420,7 @@ class Gate:
                 expires_at=isoformat(pending.approval.decide_by),
             )
             return CallResult.refused(refusal)
-        return _approval_required(pending.approval)
+        return _approval_required(pending.approval, pending.replaced)
 
     # -- steps 7 and 8 -----------------------------------------------------------------------
     async def _dispatch_and_settle(self, spec: ToolSpec, admitted: Admitted, arguments: Any) -> CallResult:
@@ -680,7 +680,8 @@ _FAILURE_CODES = frozenset(
 )
 
 
-def _approval_required(approval: ApprovalRecord) -> CallResult:
+def _approval_required(approval: ApprovalRecord, replaced: str | None = None) -> CallResult:
+    details: dict[str, Any] = {"replaced_approval_id": replaced} if replaced else {}
     refusal = Refusal(
         "approval_required",
         f"a human must approve this exact payload first (approval {approval.approval_id}); "
@@ -688,6 +689,7 @@ def _approval_required(approval: ApprovalRecord) -> CallResult:
         approval_id=approval.approval_id,
         payload_sha256=approval.payload_sha256,
         expires_at=isoformat(approval.decide_by),
+        **details,
     )
     return CallResult.refused(refusal)
 

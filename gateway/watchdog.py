@@ -33,7 +33,7 @@ from gateway.catalog import Catalog
 from gateway.clock import Clock
 from gateway.config import WatchdogSettings, Webhook
 from gateway.domain.retention import PurgeReport
-from gateway.domain.watch import Alert, UnknownAction, WatchPolicy, run_alerts, unknown_alert
+from gateway.domain.watch import Alert, UnknownAction, WatchPolicy, open_alerts
 from gateway.metrics import Metrics
 from gateway.reconcile import reconcile_action
 from gateway.retention import Purger
@@ -97,9 +97,7 @@ class Watchdog:
             result.sweep = await self.store.sweep_expiries()
             state = await self.store.watch_state()
             now = self.clock.now()
-            alerts = [a for run in state.runs for a in run_alerts(run, now, self.policy)]
-            alerts += [unknown_alert(action) for action in state.unknown]
-            result.raised = await self._raise(alerts)
+            result.raised = await self._raise(open_alerts(state.runs, state.unknown, now, self.policy))
             self._start_lookups(state.unknown, now)
             targets = self._targets("heartbeat")
             if targets:

@@ -111,6 +111,11 @@ class Adapter(abc.ABC):
     @abc.abstractmethod
     async def call(self, request: CallRequest) -> Outcome: ...
 
+    def destination(self, tool: str, arguments: Any) -> str:
+        """Where a call of `tool` (the adapter's own name) with `arguments` goes, in a line an approver
+        reads beside the payload. Never a secret: no credentials, no base URL (it may hold one)."""
+        return f"tool {tool} of adapter {self.name}"
+
     async def lookup(self, request: CallRequest, dispatched_at: float, now: float) -> Outcome | None:
         """Did an earlier call with this idempotency key happen? None: cannot tell (stays unknown).
 

@@ -27,6 +27,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 
@@ -88,6 +89,17 @@ class HttpAdapter(Adapter):
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
+
+    def destination(self, tool: str, arguments: Any) -> str:
+        config = self._config.tools.get(tool)
+        if config is None or not isinstance(arguments, dict):
+            return super().destination(tool, arguments)
+        try:
+            planned = plan_call(config, arguments, "IDEMPOTENCY_KEY")
+        except MappingError:
+            return super().destination(tool, arguments)
+        query = f"?{urlencode(planned.params)}" if planned.params else ""
+        return f"{planned.method} {planned.path}{query} on the {self.name} API (adapter {self.name}, tool {tool})"
 
     async def call(self, request: CallRequest) -> Outcome:
         tool = self._config.tools.get(request.tool)

@@ -180,6 +180,10 @@ class McpAdapter(Adapter):
         self._wake.set()
         await self._refreshed.wait()
 
+    def destination(self, tool: str, arguments: Any) -> str:
+        over = "stdio" if self._config.command is not None else "streamable HTTP"
+        return f"tool {tool} of the downstream MCP server of adapter {self.name} (over {over})"
+
     async def call(self, request: CallRequest) -> Outcome:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + request.timeout * DEADLINE_SHARE

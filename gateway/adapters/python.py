@@ -40,6 +40,9 @@ class PythonAdapter(Adapter):
         self.name = name
         self._tools: dict[str, tuple[ToolDefinition, ToolFunction]] = {}
 
+    def destination(self, tool: str, arguments: Any) -> str:
+        return f"in-process tool {tool} of adapter {self.name}"
+
     def tool(
         self, *, input_schema: dict[str, Any], description: str = "", name: str | None = None
     ) -> Callable[[ToolFunction], ToolFunction]:

@@ -75,12 +75,19 @@ def start_after(request: Request) -> int:
 
 
 async def run_events(
-    request: Request, tenant: str, gateway: Gateway, *, limit: int, recheck: Recheck | None = None
+    request: Request,
+    tenant: str,
+    gateway: Gateway,
+    *,
+    limit: int,
+    recheck: Recheck | None = None,
+    named: bool = True,
 ) -> Response:
     """A page of entries as JSON, or the stream. `recheck` answers whether the caller's key may
     still read (a stream outlives the request that authenticated it: a revoked key's stream ends
-    within KEY_RECHECK_S). Raises: NotFound (also another tenant's run); InvalidRequest
-    `invalid_cursor`."""
+    within KEY_RECHECK_S). `named=False` leaves out each frame's `event:` line, so that a browser's
+    EventSource gets every entry as a `message` (the console's timeline).
+    Raises: NotFound (also another tenant's run); InvalidRequest `invalid_cursor`."""
     run_id = request.path_params["run_id"]
     after = start_after(request)
     if wants_stream(request):
@@ -89,7 +96,7 @@ async def run_events(
         async def read(after: int) -> list[EventRecord]:
             return await gateway.store.list_events(tenant, run_id, after=after, limit=BATCH)
 
-        return EventStream(read, after, recheck=recheck)
+        return EventStream(read, after, recheck=recheck, named=named)
     events = await gateway.store.list_events(tenant, run_id, after=after, limit=limit + 1)
     more = len(events) > limit
     events = events[:limit]
@@ -110,9 +117,10 @@ def server_exiting() -> bool:
     return getattr(server, "should_exit", False) is True
 
 
-def frame(event: EventRecord) -> bytes:
+def frame(event: EventRecord, named: bool = True) -> bytes:
     data = json.dumps(event_view(event), ensure_ascii=False, separators=(",", ":"))
-    return f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n".encode()
+    name = f"event: {event.type}\n" if named else ""
+    return f"id: {event.seq}\n{name}data: {data}\n\n".encode()
 
 
 class EventStream(Response):
@@ -121,7 +129,13 @@ class EventStream(Response):
     media_type = "text/event-stream"
 
     def __init__(
-        self, read: Reader, after: int, *, exiting: Callable[[], bool] = server_exiting, recheck: Recheck | None = None
+        self,
+        read: Reader,
+        after: int,
+        *,
+        exiting: Callable[[], bool] = server_exiting,
+        recheck: Recheck | None = None,
+        named: bool = True,
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -130,6 +144,7 @@ class EventStream(Response):
         self._after = after
         self._exiting = exiting
         self._disconnected = False
+        self._named = named
         self.init_headers({"cache-control": "no-store", "x-accel-buffering": "no"})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -169,7 +184,7 @@ class EventStream(Response):
                 log.warning("an event stream ends: the store did not answer (%s)", error.message)
                 return
             if events:
-                await _write(send, b"".join(frame(e) for e in events))
+                await _write(send, b"".join(frame(e, self._named) for e in events))
                 after = events[-1].seq
                 last_write = anyio.current_time()
                 if len(events) >= BATCH:

@@ -17,11 +17,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gateway.api.approval_shown import approval_shown
 from gateway.api.audit import audit_filters
 from gateway.api.events import run_events
 from gateway.api.export import export_run
 from gateway.api.openapi import openapi_json
-from gateway.api.views import action_view, approval_diff, approval_view, run_view
+from gateway.api.views import action_view, approval_view, run_view
 from gateway.clock import isoformat
 from gateway.domain.contract import parse_contract, problems_of
 from gateway.domain.keys import looks_like_api_key
@@ -436,12 +437,7 @@ async def list_approvals(request: Request, principal: Principal, gateway: Gatewa
 
 async def _approval_shown(gateway: Gateway, principal: Principal, approval: ApprovalRecord) -> dict[str, Any]:
     """An approval with its exact payload and its diff against the last one a person approved."""
-    payload = await gateway.store.get_blob(approval.payload_sha256)
-    against = await gateway.store.approved_before(principal.tenant, approval.approval_id)
-    diff = None
-    if against is not None:
-        diff = approval_diff(approval, payload, against, await gateway.store.get_blob(against.payload_sha256))
-    return approval_view(approval, payload, diff)
+    return await approval_shown(gateway, principal.tenant, approval)
 
 
 @endpoint("approvals.read")

@@ -7,12 +7,18 @@ Jinja2 with autoescaping (gateway/console/templates/).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from starlette.responses import RedirectResponse
 from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
+from gateway.console.approvals import approval_routes
 from gateway.console.pages import Console
 from gateway.console.session import session_key
+
+STATIC = Path(__file__).parent / "static"
 
 
 class ToRuns:
@@ -28,9 +34,13 @@ def console_routes(ledger_key: bytes) -> list[Route | Mount]:
         Route("/login", console.login_form, methods=["GET"]),
         Route("/login", console.login, methods=["POST"]),
         Route("/logout", console.logout, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),  # the run page's timeline.js
         Route("/runs", console.page("runs.read", console.runs), methods=["GET"]),
         Route("/runs/{run_id}", console.page("runs.read", console.run), methods=["GET"]),
+        Route("/runs/{run_id}/events", console.events, methods=["GET"]),
+        Route("/runs/{run_id}/{verb}", console.page("runs.read", console.confirm), methods=["GET"]),
         Route("/runs/{run_id}/{verb}", console.control, methods=["POST"]),
+        *approval_routes(console),
     ]
     return [Route("/", ToRuns()), Mount("/console", routes=pages)]
 

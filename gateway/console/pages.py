@@ -1,4 +1,5 @@
-"""The console's pages: sign-in and -out, the runs, one run with its pause / resume / cancel forms.
+"""The console's pages: sign-in and -out, the runs, one run (its live timeline, ledger, progress and
+cost), the confirmation page of each of pause / resume / cancel, and the run's event stream.
 
 Each page authenticates its session's key again and asks `gateway.roles.require` for the very
 permission the matching API route names, then calls the same store and service functions, scoped
@@ -20,8 +21,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
+from gateway.api.events import run_events
 from gateway.api.routes import authenticate_key, gateway_of
 from gateway.api.views import run_view
+from gateway.console import run_detail
 from gateway.console import session as sessions
 from gateway.errors import Forbidden, NotFound, Unauthenticated, WarrantError
 from gateway.roles import permits, require
@@ -37,6 +40,12 @@ HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+# The run page's live timeline: its one script file, served by the gateway, reading its event stream.
+LIVE_HEADERS = {
+    **HEADERS,
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; connect-src 'self'; "
+    "style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+}
 CONTROLS = ("pause", "resume", "cancel")
 
 
@@ -50,11 +59,14 @@ class Console:
             autoescape=True,  # every value, whatever the file's name
             undefined=jinja2.StrictUndefined,
         )
+        env.globals["may"] = permits  # the nav shows the pages a key's roles may read
         self.templates = Jinja2Templates(env=env)
 
     # -- rendering -------------------------------------------------------------------------
-    def render(self, request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
-        return self.templates.TemplateResponse(request, name, context, status_code=status, headers=HEADERS)
+    def render(
+        self, request: Request, name: str, context: dict[str, Any], status: int = 200, headers: dict[str, str] = HEADERS
+    ) -> Response:
+        return self.templates.TemplateResponse(request, name, context, status_code=status, headers=headers)
 
     def refused(self, request: Request, error: WarrantError, principal: Principal | None, csrf: str = "") -> Response:
         context = {"code": error.code, "message": error.message, "status": error.http_status}
@@ -86,11 +98,13 @@ class Console:
         try:
             if not key or "\n" in key or "\r" in key:
                 raise Unauthenticated("an API key is required")
-            await authenticate_key(as_api, gateway)
+            principal = await authenticate_key(as_api, gateway)
         except WarrantError as error:
             return self._login_page(request, error)
         session = sessions.new_session(hashlib.sha256(key.encode()).hexdigest(), gateway.clock.now())
-        response = RedirectResponse("/console/runs", status_code=303, headers=HEADERS)
+        # A key that may not read runs (an approver) lands on what it may read: the approvals.
+        landing = "/console/approvals" if not permits(principal, "runs.read") else "/console/runs"
+        response = RedirectResponse(landing, status_code=303, headers=HEADERS)
         sessions.set_cookie(
             request, response, sessions.COOKIE, sessions.seal(self.key, session), max_age=sessions.SESSION_SECONDS
         )
@@ -145,6 +159,23 @@ class Console:
         route.__name__ = handler.__name__
         return route
 
+    async def form_post(
+        self, request: Request, verbs: tuple[str, ...]
+    ) -> tuple[Principal, str, dict[str, str]] | Response:
+        """A form POST's principal, CSRF token and fields; or the refusal to answer with, when the path's
+        verb is not one of `verbs`, the session is missing or the form does not carry the session's CSRF
+        token (nothing else is looked at then)."""
+        if request.path_params["verb"] not in verbs:
+            return self.refused(request, NotFound(f"no route POST {request.url.path}"), None)
+        found = await self.signed_in(request)
+        if found is None:
+            return self.signed_out(request)
+        principal, csrf = found
+        form = await read_form(request)
+        if not sessions.token_matches(csrf, form.get("csrf")):
+            return self.csrf_refused(request, principal)
+        return principal, csrf, form
+
     def signed_out(self, request: Request) -> Response:
         if request.method == "GET":
             return RedirectResponse("/console/login", status_code=303, headers=HEADERS)
@@ -154,31 +185,80 @@ class Console:
         """The tenant's runs, newest first, as GET /api/runs lists them (one page)."""
         page = await gateway.store.list_runs(principal.tenant, status=None, cursor=request.query_params.get("cursor"))
         now = gateway.clock.now()
-        runs = [shown(run_view(r, now)) for r in page.items]
+        alerts = await run_detail.alerts_by_run(gateway, principal.tenant)
+        runs = []
+        for record in page.items:
+            run = shown(run_view(record, now))
+            run["last_heartbeat"] = run_detail.last_heartbeat(record)
+            run["last_verified"] = await run_detail.last_verified(gateway, record.run_id)
+            run["alerts"] = run_detail.alert_kinds(alerts.get(record.run_id, []))
+            runs.append(run)
         context = {"principal": principal, "csrf": csrf, "runs": runs, "next_cursor": page.next_cursor}
         return self.render(request, "runs.html", context)
 
     async def run(self, request: Request, principal: Principal, gateway: Gateway, csrf: str) -> Response:
-        run = await gateway.store.get_run(principal.tenant, request.path_params["run_id"])
+        """One run: the API's run view, then its timeline (live with timeline.js), ledger, progress, cost."""
+        tenant = principal.tenant
+        record = await gateway.store.get_run(tenant, request.path_params["run_id"])
+        run = shown(run_view(record, gateway.clock.now()))
+        run["last_heartbeat"] = run_detail.last_heartbeat(record)
+        run["last_verified"] = await run_detail.last_verified(gateway, record.run_id)
+        alerts = (await run_detail.alerts_by_run(gateway, tenant)).get(record.run_id, [])
         context = {
             "principal": principal,
             "csrf": csrf,
-            "run": shown(run_view(run, gateway.clock.now())),
+            "run": run,
+            "alerts": alerts,
             "may_control": permits(principal, "runs.control"),
+            "may_read_events": permits(principal, "events.read"),
+            "may_read_actions": permits(principal, "actions.read"),
+            "timeline": None,
+            "ledger": None,
+            "progress": await run_detail.progress(gateway, tenant, record.run_id),
+            "cost": await run_detail.cost_by_tag(gateway, tenant, record.run_id),
         }
-        return self.render(request, "run.html", context)
+        # What the API would refuse this key (events.read, actions.read) the page leaves out.
+        if context["may_read_events"]:
+            context["timeline"] = await run_detail.timeline(gateway, tenant, record.run_id)
+        if context["may_read_actions"]:
+            context["ledger"] = await run_detail.ledger(gateway, tenant, record)
+        return self.render(request, "run.html", context, headers=LIVE_HEADERS)
+
+    async def confirm(self, request: Request, principal: Principal, gateway: Gateway, csrf: str) -> Response:
+        """GET /console/runs/{id}/{verb}: what pause, resume or cancel will do, and the form that does it."""
+        verb = request.path_params["verb"]
+        if verb not in CONTROLS:
+            raise NotFound(f"no route GET {request.url.path}")
+        require(principal, "runs.control")  # as the POST will: refused here rather than after the form
+        record = await gateway.store.get_run(principal.tenant, request.path_params["run_id"])
+        context = {"principal": principal, "csrf": csrf, "run": run_view(record, gateway.clock.now()), "verb": verb}
+        return self.render(request, "confirm.html", context)
+
+    async def events(self, request: Request) -> Response:
+        """The run's history followed as Server-Sent Events for the timeline: the API's stream, with the
+        session's key and the API's permission (`events.read`) checked again while it stays open."""
+        found = await self.signed_in(request)
+        if found is None:
+            return self.refused(request, Unauthenticated("sign in first: the session is missing or expired"), None)
+        principal, csrf = found
+        gateway = gateway_of(request)
+
+        async def still_allowed() -> bool:
+            now = await self.signed_in(request)
+            return now is not None and now[0].tenant == principal.tenant and permits(now[0], "events.read")
+
+        try:
+            require(principal, "events.read")
+            return await run_events(request, principal.tenant, gateway, limit=100, recheck=still_allowed, named=False)
+        except WarrantError as error:
+            return self.refused(request, error, principal, csrf)
 
     async def control(self, request: Request) -> Response:
         """POST pause / resume / cancel: the session, then the CSRF token, then `runs.control`."""
-        if request.path_params["verb"] not in CONTROLS:
-            return self.refused(request, NotFound(f"no route POST {request.url.path}"), None)
-        found = await self.signed_in(request)
-        if found is None:
-            return self.signed_out(request)
-        principal, csrf = found
-        form = await read_form(request)
-        if not sessions.token_matches(csrf, form.get("csrf")):
-            return self.csrf_refused(request, principal)
+        posted = await self.form_post(request, CONTROLS)
+        if isinstance(posted, Response):
+            return posted
+        principal, csrf, form = posted
         gateway, run_id, verb = gateway_of(request), request.path_params["run_id"], request.path_params["verb"]
         reason = form.get("reason", "").strip()[:2000] or None
         try:

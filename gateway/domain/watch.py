@@ -137,6 +137,14 @@ def run_alerts(run: RunWatch, now: float, policy: WatchPolicy = WatchPolicy()) -
     return alerts
 
 
+def open_alerts(
+    runs: list[RunWatch], unknown: list[UnknownAction], now: float, policy: WatchPolicy = WatchPolicy()
+) -> list[Alert]:
+    """Every alert the state calls for at `now`: what the watchdog raises (once per episode) and
+    what the console shows as a run's open alerts (the conditions that hold now)."""
+    return [a for run in runs for a in run_alerts(run, now, policy)] + [unknown_alert(a) for a in unknown]
+
+
 def unknown_alert(action: UnknownAction) -> Alert:
     return Alert(
         action.run_id,

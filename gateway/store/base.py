@@ -99,6 +99,7 @@ AdmitResult = Admitted | Refused | Held | Stale
 class ApprovalPending:
     approval: ApprovalRecord
     created: bool
+    replaced: str | None = None  # the pending approval of the same tool this one superseded
 
 
 class Store(abc.ABC):
@@ -278,7 +279,12 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def request_approval(self, request: ApprovalRequest, facts: CallFacts) -> ApprovalPending | Refused:
-        """Create (or return) the pending approval, moving the run to waiting; refuses as step 6 would."""
+        """Create (or return) the pending approval, moving the run to waiting; refuses as step 6 would.
+
+        A new payload for a tool whose earlier proposal (same run, same requester) is still pending
+        replaces it: the earlier one becomes `superseded` in the same transaction, so it can no longer
+        be approved (a page showing it is stale), and the run's waiting does not refuse the new one.
+        """
 
     @abc.abstractmethod
     async def decide_approval(
@@ -295,6 +301,12 @@ class Store(abc.ABC):
         """The newest approval of the same run and tool, requested before this one, that a person
         approved (whatever became of it since: used, expired, superseded); None if there is none.
         What an approver compares a fresh request with (the API's `diff`)."""
+
+    @abc.abstractmethod
+    async def proposed_before(self, tenant: str, approval_id: str) -> ApprovalRecord | None:
+        """The newest approval of the same run and tool requested before this one, whatever its
+        status (the proposal it replaced, a denied one, an approved one); None if there is none.
+        What the console's diff compares with ("the previous proposal for the same tool")."""
 
     @abc.abstractmethod
     async def list_approvals(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from gateway.clock import isoformat
 from gateway.domain.admission import CallFacts, refusal_for
@@ -52,7 +53,13 @@ class ApprovalOps(SQLiteBase):
             if existing is not None:
                 return ApprovalPending(approval_from_row(existing), created=False)
             run = run_from_row(self._run_row(conn, run.run_id))
-            refusal = refusal_for(run.snapshot(), facts, now)
+            replaced = conn.execute(
+                "SELECT approval_id FROM approvals WHERE run_id = ? AND tool = ? AND requested_by = ? "
+                "AND status = 'pending' AND milestone_id IS NULL ORDER BY seq DESC LIMIT 1",
+                (run.run_id, request.tool, request.requested_by),
+            ).fetchone()
+            # A replacement is no second write while the run waits: it takes the pending one's place.
+            refusal = refusal_for(run.snapshot(), replace(facts, approved=True) if replaced else facts, now)
             if refusal is not None:
                 action_id = self._reject(
                     conn,
@@ -67,6 +74,8 @@ class ApprovalOps(SQLiteBase):
                 )
                 return Refused(refusal, action_id)
             approval_id = new_id("apr")
+            if replaced is not None:
+                self._supersede_replaced(conn, run.run_id, replaced["approval_id"], approval_id, now)
             put_blob(conn, request.payload, now)
             conn.execute(
                 "INSERT INTO approvals (approval_id, run_id, tenant, tool, payload_sha256, spec_version, "
@@ -113,9 +122,19 @@ class ApprovalOps(SQLiteBase):
                 approval_id=approval_id,
             )
             row = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
-            return ApprovalPending(approval_from_row(row), created=True)
+            return ApprovalPending(
+                approval_from_row(row), created=True, replaced=replaced["approval_id"] if replaced else None
+            )
 
         return await self._db.transaction(tx, durable=True)
+
+    def _supersede_replaced(self, conn: Conn, run_id: str, approval_id: str, by: str, now: float) -> None:
+        reason = f"replaced by {by}, a new proposal for the same tool"
+        conn.execute(
+            "UPDATE approvals SET status = 'superseded', decided_at = ?, note = ? WHERE approval_id = ?",
+            (now, reason, approval_id),
+        )
+        self._event(conn, run_id, "approval_superseded", now, approval_id=approval_id, reason=reason, replaced_by=by)
 
     async def decide_approval(
         self, principal: Principal, approval_id: str, *, approve: bool, note: str | None, expected_sha256: str | None
@@ -192,13 +211,23 @@ class ApprovalOps(SQLiteBase):
         return await self._db.read(read)
 
     async def approved_before(self, tenant: str, approval_id: str) -> ApprovalRecord | None:
+        # Approving sets decided_by and valid_until; denying leaves valid_until NULL; what
+        # happens later (used, expired, superseded) changes the status only.
+        return await self._approval_before(
+            tenant, approval_id, "b.decided_by IS NOT NULL AND b.valid_until IS NOT NULL"
+        )
+
+    async def proposed_before(self, tenant: str, approval_id: str) -> ApprovalRecord | None:
+        return await self._approval_before(tenant, approval_id, "TRUE")
+
+    async def _approval_before(self, tenant: str, approval_id: str, which: str) -> ApprovalRecord | None:
+        """The newest earlier approval of the same run and tool (no milestone review) meeting `which`."""
+
         def read(conn: Conn) -> ApprovalRecord | None:
-            # Approving sets decided_by and valid_until; denying leaves valid_until NULL; what
-            # happens later (used, expired, superseded) changes the status only.
             row = conn.execute(
                 "SELECT b.* FROM approvals a JOIN approvals b ON b.run_id = a.run_id AND b.tool = a.tool "
-                "AND b.seq < a.seq WHERE a.approval_id = ? AND a.tenant = ? AND b.decided_by IS NOT NULL "
-                "AND b.valid_until IS NOT NULL AND b.milestone_id IS NULL ORDER BY b.seq DESC LIMIT 1",
+                f"AND b.seq < a.seq WHERE a.approval_id = ? AND a.tenant = ? AND {which} "
+                "AND b.milestone_id IS NULL ORDER BY b.seq DESC LIMIT 1",
                 (approval_id, tenant),
             ).fetchone()
             return approval_from_row(row) if row is not None else None

@@ -8,6 +8,7 @@ import pytest
 
 from gateway.adapters.http_config import HttpToolConfig
 from gateway.adapters.http_mapping import MappingError, plan_call, plan_lookup
+from tests.adapters.http_world import BASE, SECRET, Ticks, make_adapter
 
 
 def _tool(**fields: Any) -> HttpToolConfig:
@@ -82,3 +83,16 @@ def test_a_lookup_sends_only_what_its_path_and_query_name() -> None:
     planned = plan_lookup(tool, tool.lookup, {"email": "a@b", "name": "n"}, "wk_1")
     assert (planned.method, planned.path) == ("GET", "/contacts/by-key/wk_1")
     assert planned.params == [("email", "a@b")] and planned.json is None and planned.headers == {"X-V": "2"}
+
+
+def test_the_destination_an_approver_reads_is_the_planned_request_without_the_base_url_or_secrets() -> None:
+    adapter = make_adapter(Ticks())
+    read = adapter.destination("get_contact", {"contact_id": "c/7"})
+    assert read.startswith("GET /contacts/c%2F7 on the crm API")
+    write = adapter.destination("create_contact", {"email": "a@b.example"})
+    assert write.startswith("POST /contacts on the crm API")
+    for shown in (read, write):
+        assert BASE not in shown and SECRET not in shown
+    # Arguments that make no request still name the tool, never fail the page that shows them.
+    assert adapter.destination("get_contact", {}) == "tool get_contact of adapter crm"
+    assert adapter.destination("no_such_tool", {}) == "tool no_such_tool of adapter crm"

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,8 +138,9 @@ def env_name(key: str) -> str:
 
 
 @contextlib.contextmanager
-def serve(tmp: Path) -> Iterator[Served]:
-    """`warrant serve` on a free loopback port with KEYS, until the block ends."""
+def serve(tmp: Path, adapters: Sequence[Path] = (), policies: Sequence[Path] = ()) -> Iterator[Served]:
+    """`warrant serve` on a free loopback port with KEYS, until the block ends; ADAPTERS and POLICIES beside the
+    shipped notebook's."""
     port = free_port()
     keys = "\n".join(
         f"  - {{name: {name}, tenant: {tenant}, roles: [{role}], key_env: BROWSER_KEY_{env_name(name)}}}"
@@ -147,7 +149,8 @@ def serve(tmp: Path) -> Iterator[Served]:
     config = tmp / "warrant.yaml"
     config.write_text(
         f"database: sqlite:///{tmp}/w.db\nlisten: {{host: 127.0.0.1, port: {port}}}\napi_keys:\n{keys}\n"
-        f"adapters: [{ROOT / 'adapters' / 'notes.yaml'}]\npolicies: [{ROOT / 'policies' / 'default.yaml'}]\n"
+        f"adapters: [{', '.join(str(p) for p in [ROOT / 'adapters' / 'notes.yaml', *adapters])}]\n"
+        f"policies: [{', '.join(str(p) for p in [ROOT / 'policies' / 'default.yaml', *policies])}]\n"
     )
     env = clean_environ() | {"WARRANT_LEDGER_KEY": "browser-ledger-key"}
     env |= {f"BROWSER_KEY_{env_name(name)}": f"key-{name}" for name in KEYS}
@@ -161,7 +164,7 @@ async def sign_in(page: Page, served: Served, key: str) -> None:
     await page.goto(f"{served.url}/console/login")
     await page.get_by_label("API key").fill(f"key-{key}")
     await page.get_by_role("button", name="Sign in").click()
-    await page.wait_for_url(f"{served.url}/console/runs")
+    await page.wait_for_url(re.compile(re.escape(served.url) + "/console/(runs|approvals)$"))  # an approver's inbox
 
 
 async def pending_approval(served: Served, token: str, to: str = "bob@partner.example") -> tuple[str, dict[str, Any]]:

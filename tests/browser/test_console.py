@@ -1,6 +1,7 @@
 """The operator console in a real headless Chromium against a real `warrant serve`: sign in with a key,
-see a run the API created, cancel it from its page and watch the agent refused, pause and resume it, another
-tenant's approver sees none of it, and a form posted without its CSRF token changes nothing.
+see a run the API created, watch the agent's calls appear in the run page's timeline without a reload, cancel
+the run through its confirmation page and watch the agent refused, pause and resume it, another tenant's
+approver sees none of it, and a form posted without its CSRF token changes nothing.
 
 Runs, leases and the agent go through the API and the official MCP SDK client (tests/browser/console.py);
 what the tests assert of the pages is what a person sees: text in the page, the URL, the cookie jar."""
@@ -10,9 +11,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from playwright.async_api import Dialog, Page, expect
+from playwright.async_api import Browser, Locator, Page, expect
 
-from tests.browser.console import Served, code_of, pending_approval, sign_in
+from tests.browser.console import PAGE_WAIT, Served, code_of, pending_approval, sign_in
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -50,25 +51,33 @@ async def test_a_wrong_key_is_refused_at_the_sign_in_form(page: Page, served: Se
     assert "warrant_console" not in {c["name"] for c in await page.context.cookies(served.url)}
 
 
-async def test_cancelling_from_the_run_page_refuses_the_agents_next_call(page: Page, served: Served) -> None:
+async def confirm_control(page: Page, served: Served, run_id: str, verb: str, reason: str = "") -> Locator:
+    """From the run page, follow VERB's link to its confirmation page: the form there (not yet submitted)."""
+    await page.goto(f"{served.url}/console/runs/{run_id}")
+    await page.locator(f"#{verb}").click()
+    await page.wait_for_url(f"{served.url}/console/runs/{run_id}/{verb}")
+    form = page.locator(f'form[action="/console/runs/{run_id}/{verb}"]')
+    if reason:
+        await form.get_by_label("Reason").fill(reason)
+    return form
+
+
+async def test_cancelling_through_the_confirmation_page_refuses_the_agents_next_call(
+    page: Page, served: Served
+) -> None:
     run_id = await served.create_run(unique("to be cancelled"))
     token = await served.lease(run_id)
     assert code_of(await served.call(token, "notes__append", {"title": "before", "body": "b"})) is None
 
-    dialogs: list[str] = []
-
-    async def confirm(dialog: Dialog) -> None:
-        dialogs.append(dialog.message)
-        await dialog.accept()
-
-    page.on("dialog", confirm)  # a confirm() before the post, if the page asks one
     await sign_in(page, served, "op")
-    await page.goto(f"{served.url}/console/runs/{run_id}")
-    cancel = page.locator(f'form[action="/console/runs/{run_id}/cancel"]')
-    await expect(cancel).to_contain_text("cannot be resumed")  # the form says how cancel differs from pause
-    await cancel.get_by_label("Reason").fill("the job is off")
-    await cancel.get_by_role("button", name="Cancel the run").click()
+    cancel = await confirm_control(page, served, run_id, "cancel", reason="the job is off")
+    difference = page.locator("#difference")  # the page says plainly how cancel differs from pause
+    await expect(difference).to_contain_text("Pause is reversible")
+    await expect(difference).to_contain_text("Cancel is final")
+    assert (await served.run(run_id))["status"] == "running"  # the confirmation page changed nothing
+    await cancel.get_by_role("button", name="Cancel the run for good").click()
 
+    await page.wait_for_url(f"{served.url}/console/runs/{run_id}")
     await expect(page.locator("#status")).to_contain_text("cancelled")
     assert page.url == f"{served.url}/console/runs/{run_id}"
     assert (await served.run(run_id))["status"] == "cancelled"
@@ -127,15 +136,14 @@ async def test_a_form_posted_without_its_csrf_token_changes_nothing(page: Page, 
     token = await served.lease(run_id)
 
     await sign_in(page, served, "op")
-    await page.goto(f"{served.url}/console/runs/{run_id}")
-    pause = page.locator(f'form[action="/console/runs/{run_id}/pause"]')
+    pause = await confirm_control(page, served, run_id, "pause")
     removed = await pause.evaluate(
         """form => { const fields = form.querySelectorAll('input[name="csrf"]');
                      fields.forEach(f => f.remove()); return fields.length; }"""
     )
     assert removed == 1
     async with page.expect_navigation() as navigation:
-        await pause.get_by_role("button", name="Pause").click()
+        await pause.get_by_role("button", name="Pause the run").click()
     answer = await navigation.value
     assert answer is not None and answer.status == 403
     await expect(page.locator("#error")).to_contain_text("csrf_failed")
@@ -151,16 +159,14 @@ async def test_pausing_and_resuming_from_the_run_page_stops_the_agent_and_lets_i
     token = await served.lease(run_id)
 
     await sign_in(page, served, "op")
-    await page.goto(f"{served.url}/console/runs/{run_id}")
-    pause = page.locator(f'form[action="/console/runs/{run_id}/pause"]')
-    await pause.get_by_label("Reason").fill("lunch")
-    await pause.get_by_role("button", name="Pause").click()
+    pause = await confirm_control(page, served, run_id, "pause", reason="lunch")
+    await pause.get_by_role("button", name="Pause the run").click()
     await expect(page.locator("#status")).to_contain_text("paused")
     paused = await served.call(token, "notes__append", {"title": "while paused", "body": "b"})
     assert code_of(paused) == "run_paused"
 
-    resume = page.locator(f'form[action="/console/runs/{run_id}/resume"]')
-    await resume.get_by_role("button", name="Resume").click()
+    resume = await confirm_control(page, served, run_id, "resume")
+    await resume.get_by_role("button", name="Resume the run").click()
     await expect(page.locator("#status")).to_contain_text("running")
     assert code_of(await served.call(token, "notes__append", {"title": "resumed", "body": "b"})) is None
 
@@ -174,3 +180,49 @@ async def test_a_run_waiting_for_an_approver_names_the_approval_on_its_page(page
     await expect(row.locator(".status")).to_have_text("waiting")
     await page.goto(f"{served.url}/console/runs/{run_id}")
     await expect(page.locator("#status")).to_contain_text(approval_id)
+
+
+async def test_the_timeline_shows_the_agents_next_call_without_a_reload(page: Page, served: Served) -> None:
+    run_id = await served.create_run(unique("watched live"))
+    token = await served.lease(run_id, worker="agent-live")
+
+    await sign_in(page, served, "op")
+    await page.goto(f"{served.url}/console/runs/{run_id}")
+    timeline = page.locator("#timeline")
+    await expect(timeline.locator("li.event")).to_have_count(2)  # created, leased: rendered by the server
+    await expect(page.locator("#timeline-state")).to_have_text("live")  # the script's stream is open
+    await page.evaluate("window.loadedOnce = true")  # gone if the page reloads
+
+    appended = await served.call(token, "notes__append", {"title": "live", "body": "seen as it happens"})
+    assert code_of(appended) is None
+
+    added = timeline.locator("li.event.live")
+    await expect(added.filter(has_text="action_admitted")).to_contain_text("notes__append")
+    await expect(added.filter(has_text="action_settled")).to_contain_text("succeeded")
+    assert await page.evaluate("window.loadedOnce === true")
+    seqs = [int(s or 0) for s in await timeline.locator("li.event").evaluate_all("(l) => l.map(e => e.dataset.seq)")]
+    assert seqs == list(range(1, len(seqs) + 1))  # in order, none twice
+
+
+async def test_without_javascript_the_run_page_shows_its_timeline_and_the_controls_still_work(
+    browser: Browser, served: Served
+) -> None:
+    run_id = await served.create_run(unique("no script"))
+    token = await served.lease(run_id, worker="agent-plain")
+    assert code_of(await served.call(token, "notes__append", {"title": "plain", "body": "b"})) is None
+
+    context = await browser.new_context(java_script_enabled=False)
+    try:
+        context.set_default_timeout(PAGE_WAIT)
+        page = await context.new_page()
+        await sign_in(page, served, "op")
+        await page.goto(f"{served.url}/console/runs/{run_id}")
+        await expect(page.locator("#timeline li.event")).to_have_count(4)  # created, leased, admitted, settled
+        await expect(page.locator("#timeline-state")).to_have_text("as loaded")  # no stream without the script
+        await expect(page.locator("#confirmed")).to_contain_text("notes__append")
+        cancel = await confirm_control(page, served, run_id, "cancel", reason="no script needed")
+        await cancel.get_by_role("button", name="Cancel the run for good").click()
+        await expect(page.locator("#status")).to_contain_text("cancelled")
+    finally:
+        await context.close()
+    assert code_of(await served.call(token, "notes__append", {"title": "after", "body": "b"})) == "run_cancelled"

@@ -37,7 +37,11 @@ async def test_a_goal_with_a_script_is_shown_escaped(api: Api) -> None:
         assert page.status_code == 200
         assert "<script>" not in page.text and "<img src=x" not in page.text
         assert "&lt;script&gt;alert(&#34;owned&#34;)&lt;/script&gt;" in page.text
-        assert "script-src" not in page.headers["content-security-policy"]  # default-src 'none': no script runs
+        # No inline script runs anywhere; only the run page loads a script, and only the gateway's own file.
+        policy = page.headers["content-security-policy"]
+        assert "unsafe-inline" not in policy.split("style-src")[0] and "'unsafe-eval'" not in policy
+    assert "script-src" not in pages[0].headers["content-security-policy"]  # default-src 'none': no script at all
+    assert "script-src 'self';" in pages[1].headers["content-security-policy"]
 
 
 async def test_a_form_without_or_with_a_wrong_csrf_token_changes_nothing(api: Api) -> None:

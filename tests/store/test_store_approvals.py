@@ -151,3 +151,47 @@ async def test_approved_before_names_the_last_approval_a_person_approved_for_the
     assert before_denied is not None and before_denied.approval_id == first.approval_id
     assert await world.store.approved_before(TENANT, other_run.approval_id) is None  # another run's never count
     assert await world.store.approved_before("another-tenant", pending.approval_id) is None
+
+
+async def test_a_new_payload_for_the_same_tool_replaces_the_pending_proposal(world: World) -> None:
+    run = await world.new_run()
+    first = await world.approval(await world.call(run.token, "t__approve", {"text": "big"}))
+    replaced = await world.call(run.token, "t__approve", {"text": "bigger"})
+    assert code_of(replaced) == "approval_required" and replaced.structured is not None
+    assert replaced.structured["error"]["replaced_approval_id"] == first.approval_id
+    second = await world.approval(replaced)
+    assert (await world.approval(first.approval_id)).status is ApprovalStatus.SUPERSEDED
+    assert (await world.run(run.run_id)).status is RunStatus.WAITING
+    assert "approval_superseded" in await world.event_types(run.run_id)
+
+    # The replaced proposal can no longer be approved: a page that showed it is stale.
+    with pytest.raises(Conflict) as stale:
+        await world.decide(first.approval_id)
+    assert stale.value.code == "approval_not_pending"
+    # Another tool's write is still refused while the run waits; no replacement across tools.
+    assert code_of(await world.call(run.token, "t__write", {"text": "a"})) == "run_waiting"
+
+    await world.decide(second.approval_id)
+    assert code_of(await world.call(run.token, "t__approve", {"text": "bigger"})) is None
+    assert code_of(await world.call(run.token, "t__approve", {"text": "big"})) == "approval_required"
+    assert world.tools.effects == [("approve", {"text": "bigger"})]
+
+
+async def test_proposed_before_names_the_previous_proposal_for_the_tool_whatever_became_of_it(world: World) -> None:
+    run = await world.new_run()
+    first = await world.approval(await world.call(run.token, "t__approve", {"text": "big"}))
+    second = await world.approval(await world.call(run.token, "t__approve", {"text": "bigger"}))  # replaces it
+    denied = await world.decide(second.approval_id, approve=False)
+    third = await world.approval(await world.call(run.token, "t__approve", {"text": "biggest"}))
+    elsewhere = await world.new_run()
+    other_run = await world.approval(await world.call(elsewhere.token, "t__approve", {"text": "big"}))
+
+    assert await world.store.proposed_before(TENANT, first.approval_id) is None
+    before_second = await world.store.proposed_before(TENANT, second.approval_id)
+    assert before_second is not None
+    assert (before_second.approval_id, before_second.status) == (first.approval_id, ApprovalStatus.SUPERSEDED)
+    before_third = await world.store.proposed_before(TENANT, third.approval_id)
+    assert before_third is not None and before_third.approval_id == denied.approval_id
+    assert await world.store.approved_before(TENANT, third.approval_id) is None  # none was ever approved
+    assert await world.store.proposed_before(TENANT, other_run.approval_id) is None
+    assert await world.store.proposed_before("another-tenant", third.approval_id) is None

@@ -9,7 +9,7 @@ import pytest
 
 from gateway.config import load_settings
 from gateway.domain.lifecycle import RunStatus
-from gateway.domain.watch import PendingApproval, RunWatch, run_alerts
+from gateway.domain.watch import PendingApproval, RunWatch, UnknownAction, open_alerts, run_alerts
 from gateway.errors import ConfigError
 
 NOW = 1_800_000_000.0
@@ -51,6 +51,16 @@ def test_a_lease_that_expired_unrenewed_is_a_missed_heartbeat_while_live(
 ) -> None:
     assert kinds(replace(RUN, status=status, lease_expires_at=NOW)) == expected
     assert kinds(replace(RUN, status=status, lease_expires_at=None)) == []  # never leased: no worker yet
+
+
+def test_open_alerts_are_every_runs_alerts_then_every_unknown_actions() -> None:
+    missed = replace(RUN, run_id="run_2", lease_expires_at=NOW)
+    unknown = UnknownAction("act_1", "run_3", "acme", "shop__charge", NOW - 5)  # a terminal run's too
+    found = open_alerts([RUN, missed], [unknown], NOW)
+    assert [(a.run_id, a.kind, a.episode) for a in found] == [
+        ("run_2", "lease_missed", f"1@{NOW:.6f}"),
+        ("run_3", "unknown_action", "act_1"),
+    ]
 
 
 def test_no_progress_within_the_expectation_is_a_stall_only_while_running() -> None:
