@@ -24,6 +24,7 @@ from gateway import failpoints, tracing
 from gateway.adapters.base import Adapter
 from gateway.api.keys import routes as key_routes
 from gateway.api.lineage import routes as lineage_routes
+from gateway.api.retention import routes as retention_routes
 from gateway.api.routes import error_response
 from gateway.api.routes import routes as api_routes
 from gateway.api.tools import routes as tool_routes
@@ -40,6 +41,7 @@ from gateway.observe import healthz, metrics
 from gateway.pins import Pins
 from gateway.policy.loader import load_policies
 from gateway.progress import Progress
+from gateway.retention import Purger
 from gateway.service import Gateway
 from gateway.shutdown import Drain, DrainGuard
 from gateway.store.factory import open_store
@@ -133,9 +135,11 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                 catalog.check()  # downstream tools are listed now: a collision stops start-up here
                 gate = Gate(store, catalog, store_clock)
                 drain.gate = gate
+                gate.idempotency_for = settings.retention.idempotency
                 watchdog = Watchdog(
                     store, store_clock, settings.watchdog, settings.webhooks, catalog=catalog, metrics=gate.metrics
                 )
+                watchdog.purger = Purger(store, store_clock, settings.retention)
                 deliverer = Deliverer(store, store_clock, settings.webhooks, timeout=settings.watchdog.delivery_timeout)
                 fetcher = build_fetcher(settings)
                 progress = Progress(gate, fetcher, store_clock, settings.validators)
@@ -167,6 +171,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         *tool_routes,
         *key_routes,
         *lineage_routes,
+        *retention_routes,
         *console_routes(settings.ledger_key),
     ]
     app = Starlette(

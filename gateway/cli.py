@@ -6,6 +6,7 @@
     warrant ledger verify [--config warrant.yaml]      (offline: opens the store read-only)
     warrant backup OUT [--config F | --database URL] [--check] | restore [BACKUP] --database URL   (cli_backup.py)
     warrant ledger export --run R [--out FILE] | verify --file B [--key-file K]   (evidence bundles: cli_ledger.py)
+    warrant ledger purge [--run R] [--action A] [--before T] [--reason TEXT]   (retention: cli_retention.py)
     warrant tools list | pending | accept NAME [--sha256 H]   (over the API: WARRANT_URL, WARRANT_API_KEY)
     warrant keys create --name N --role R [--expires-in D] | list | revoke ID | rotate ID --overlap D   (the same)
     warrant runs create FILE | list | show R | pause R | resume R | cancel R [--hard] | successor R | actions R
@@ -39,6 +40,7 @@ from gateway.cli_events import add_commands as add_event_commands
 from gateway.cli_keys import add_commands as add_key_commands
 from gateway.cli_ledger import add_commands as add_ledger_commands
 from gateway.cli_progress import add_commands as add_progress_commands
+from gateway.cli_retention import add_commands as add_purge_commands
 from gateway.cli_runs import add_commands as add_run_commands
 from gateway.cli_tools import add_commands as add_tool_commands
 from gateway.errors import ConfigError, StoreError
@@ -167,6 +169,7 @@ def parser() -> argparse.ArgumentParser:
     verify.add_argument("--config")
     verify.set_defaults(func=_verify)
     add_ledger_commands(ledger_sub, verify)
+    add_purge_commands(ledger_sub)
     add_tool_commands(sub)
     add_key_commands(sub)
     add_run_commands(sub)

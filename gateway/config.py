@@ -82,6 +82,20 @@ class WatchdogEntry(BaseModel):
     )(lambda v: f"{parse_duration(v)}s")
 
 
+class RetentionEntry(BaseModel):
+    """`retention:` how long operation ids replay and bodies are kept (docs/retention.md).
+    `null` keeps forever."""
+
+    model_config = ConfigDict(extra="forbid")
+    idempotency: str | None = "30d"
+    payload_bodies: str | None = None
+    purge_every: str = "1h"
+
+    _durations = field_validator("idempotency", "payload_bodies", "purge_every", mode="before")(
+        lambda v: None if v is None else f"{parse_duration(v)}s"
+    )
+
+
 class ArtifactLimits(BaseModel):
     """`artifact_limits:` the caps on every read of evidence (gateway/evidence.py)."""
 
@@ -141,6 +155,7 @@ class ConfigFile(BaseModel):
     ledger_key_env: str = "WARRANT_LEDGER_KEY"
     webhooks: list[WebhookEntry] = []
     watchdog: WatchdogEntry = WatchdogEntry()
+    retention: RetentionEntry = RetentionEntry()
     # Evidence the gateway may read for milestone checks (docs/progress.md "What the gateway fetches").
     artifact_roots: list[str] = []
     artifact_hosts: list[str] = []
@@ -212,6 +227,15 @@ class WatchdogSettings:
 
 
 @dataclass(frozen=True)
+class RetentionSettings:
+    """`retention:` in warrant.yaml, in seconds; None keeps forever (gateway/retention.py)."""
+
+    idempotency: float | None = 30 * 86_400.0
+    payload_bodies: float | None = None
+    purge_every: float = 3600.0
+
+
+@dataclass(frozen=True)
 class ArtifactSettings:
     """`artifact_roots`, `artifact_hosts` and `artifact_limits` in warrant.yaml: what evidence the
     gateway may read (gateway/evidence.py `build_fetcher`). The default reads nothing."""
@@ -243,6 +267,7 @@ class Settings:
     clock_offset_s: float = 0.0  # the drill's wrong clock; 0: off
     migrate_on_start: bool = True
     shutdown_grace: float = 20.0  # seconds calls in flight get to settle after SIGTERM
+    retention: RetentionSettings = RetentionSettings()
 
 
 def find_config(explicit: str | None) -> Path:
@@ -338,7 +363,17 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         clock_offset_s=raw.drill.clock_offset_s,
         migrate_on_start=raw.migrate_on_start,
         shutdown_grace=seconds_of(raw.shutdown_grace),
+        retention=_retention_settings(raw.retention),
     )
+
+
+def _retention_settings(raw: RetentionEntry) -> RetentionSettings:
+    def seconds(value: str | None) -> float | None:
+        return None if value is None else float(parse_duration(value))
+
+    every = seconds(raw.purge_every)
+    assert every is not None
+    return RetentionSettings(seconds(raw.idempotency), seconds(raw.payload_bodies), every)
 
 
 def _artifact_settings(path: Path, raw: ConfigFile) -> ArtifactSettings:

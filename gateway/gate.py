@@ -63,6 +63,8 @@ log = logging.getLogger("warrant.gate")
 META_ACTION_ID = "warrant/action_id"
 META_REPLAYED = "warrant/replayed"
 META_BUDGET = "warrant/budget_remaining"
+META_RESULT_PURGED = "warrant/result_purged"  # a replay whose recorded result was purged (retention)
+META_RECEIPT = "warrant/receipt"  # ... and the receipt it answers with instead
 # How long a run's hard cancel is remembered for calls admitted just before it (seconds): far
 # longer than the moment between an admit's commit and its dispatch.
 CANCELLED_HARD_KEPT_S = 600.0
@@ -109,6 +111,9 @@ class Gate:
         self._admitting = 0
         self._stopped: str | None = None  # the reason every dispatch not yet begun is aborted with
         self.progress: Progress | None = None  # the progress tools, set by the app (gateway/progress.py)
+        # retention.idempotency (docs/retention.md), seconds: a settled write's operation id replays for
+        # this long, then is refused `idempotency_expired`. None: it replays for as long as the record.
+        self.idempotency_for: float | None = None
 
     # -- step 1 ------------------------------------------------------------------------------
     async def authenticate(self, token: str | None) -> TokenInfo:
@@ -261,7 +266,7 @@ class Gate:
             if dead is not None:
                 return dead
             if operation_id is not None:
-                holder = await self.store.find_operation(run.lineage_id, operation_id)
+                holder = await self.store.find_operation(run.lineage_id, operation_id, kept_for=self.idempotency_for)
                 if holder is not None:
                     return await self._held(info, holder, tool, digest)
             decided = await self._approval(info, spec, arguments, digest, rule, facts)
@@ -289,6 +294,7 @@ class Gate:
             approval_id=approval_id,
             repeat_of=repeat_of,
             spec_version=run.spec_version,
+            operation_kept_for=self.idempotency_for if operation_id else None,
         )
         if self.refusing is not None:  # the drain began while this call was deciding
             return await self._reject(info, tool, digest, self.refusing)
@@ -305,16 +311,27 @@ class Gate:
         if isinstance(admitted, Refused):
             return CallResult.refused(admitted.refusal, admitted.action_id)
         if isinstance(admitted, Held):
-            return await self._held(info, admitted.action, tool, digest)
+            return await self._held(info, admitted, tool, digest)
         return await self._dispatch_and_settle(spec, admitted, arguments)
 
-    async def _held(self, info: TokenInfo, holder: ActionRecord, tool: str, digest: str) -> CallResult:
+    async def _held(self, info: TokenInfo, held: Held, tool: str, digest: str) -> CallResult:
         """Gate step 4: the operation id is already taken in this lineage."""
+        holder = held.action
         if holder.payload_sha256 != digest or holder.tool != tool:
             refusal = Refusal(
                 "idempotency_conflict",
                 f"operation {holder.operation_id} was used for another payload (action {holder.action_id})",
                 action_id=holder.action_id,
+            )
+            return await self._reject(info, tool, digest, refusal)
+        if held.expired:
+            refusal = Refusal(
+                "idempotency_expired",
+                f"operation {holder.operation_id} was first recorded at {isoformat(holder.created_at)} (action "
+                f"{holder.action_id}), longer ago than the gateway keeps operation ids; it is neither replayed nor "
+                "executed again: send a fresh operation id, or warrant_repeat(action_id, reason)",
+                action_id=holder.action_id,
+                recorded_at=isoformat(holder.created_at),
             )
             return await self._reject(info, tool, digest, refusal)
         if holder.status in (ActionStatus.SUCCEEDED, ActionStatus.COMPENSATED):
@@ -334,12 +351,20 @@ class Gate:
 
     async def _replay(self, holder: ActionRecord) -> CallResult:
         stored = await self.store.get_blob(holder.result_sha256) if holder.result_sha256 else None
+        text = f"not executed again: identical to action {holder.action_id}"
+        meta: dict[str, Any] = {META_ACTION_ID: holder.action_id, META_REPLAYED: True}
+        if holder.result_sha256 and stored is None:
+            # Purged under retention (docs/retention.md): the write happened once; its receipt is all
+            # that is left of its answer.
+            text += "; its result was purged under the retention policy, only its receipt is kept"
+            meta[META_RESULT_PURGED] = True
+            meta[META_RECEIPT] = holder.receipt
         stored = stored if isinstance(stored, dict) else {}
-        note = {"type": "text", "text": f"not executed again: identical to action {holder.action_id}"}
+        note = {"type": "text", "text": text}
         return CallResult(
             content=[note, *stored.get("content", [])],
             structured=stored.get("structured"),
-            meta={META_ACTION_ID: holder.action_id, META_REPLAYED: True},
+            meta=meta,
         )
 
     # -- step 5 ------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from gateway.domain.admission import CallFacts
 from gateway.domain.contract import Contract
 from gateway.domain.keys import ApiKeyRecord, KeyEvent
 from gateway.domain.report import ChargeRecorded, ReportInputs
+from gateway.domain.retention import PURGE_BATCH, PurgeReport, PurgeScope
 from gateway.domain.watch import Alert, RunWatch, UnknownAction
 from gateway.errors import Refusal
 from gateway.store.chain import EntryRow, VerifyReport
@@ -83,9 +84,12 @@ class Refused:
 
 @dataclass(frozen=True)
 class Held:
-    """Another action already holds this operation id in the lineage."""
+    """Another action already holds this operation id in the lineage. `expired`: it was first
+    recorded longer ago than the intent's `operation_kept_for` (retention.idempotency), by the
+    store's clock, and it is settled: the id is refused `idempotency_expired`, never replayed."""
 
     action: ActionRecord
+    expired: bool = False
 
 
 AdmitResult = Admitted | Refused | Held | Stale
@@ -260,8 +264,9 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    async def find_operation(self, lineage_id: str, operation_id: str) -> ActionRecord | None:
-        """The action that holds this operation id in the lineage, if any."""
+    async def find_operation(self, lineage_id: str, operation_id: str, *, kept_for: float | None = None) -> Held | None:
+        """The action that holds this operation id in the lineage, if any; expired as in `admit`
+        when it is past `kept_for` seconds (None: never)."""
 
     @abc.abstractmethod
     async def mark_orphans_unknown(self) -> list[str]:
@@ -357,6 +362,16 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def verify_ledger(self, tenant: str | None = None) -> VerifyReport: ...
+
+    # -- retention (docs/retention.md) -----------------------------------------------------
+    @abc.abstractmethod
+    async def purge_bodies(self, scope: PurgeScope, *, by: str, reason: str, limit: int = PURGE_BATCH) -> PurgeReport:
+        """Purge the bodies of at most `limit` settled actions in scope (oldest settled first), in ONE
+        transaction: bodies nothing outside the purge still needs are deleted, the actions marked,
+        a `bodies_purged` entry appended to each run whose bodies went. `more`: call again.
+
+        Raises: NotFound for a run or action not in `scope.tenant`.
+        """
 
     # -- the audit -------------------------------------------------------------------------
     @abc.abstractmethod

@@ -30,6 +30,7 @@ from gateway.store.sqlite_lineage import LineageOps
 from gateway.store.sqlite_progress import ProgressOps
 from gateway.store.sqlite_record import RecordOps
 from gateway.store.sqlite_restore import RestoreOps
+from gateway.store.sqlite_retention import RetentionOps
 from gateway.store.sqlite_rows import (
     encode_cursor,
     run_from_row,
@@ -53,6 +54,7 @@ class SQLiteStore(
     UsageOps,
     WatchOps,
     RestoreOps,
+    RetentionOps,
     Store,
 ):
     """One SQLite file, WAL, every decision in one `BEGIN IMMEDIATE` transaction; split by concern

@@ -12,6 +12,7 @@ from gateway import failpoints
 from gateway.domain import lifecycle
 from gateway.domain.admission import CallFacts, RunSnapshot, call_refusal, lease_refusal
 from gateway.domain.lifecycle import ActionStatus, RunStatus
+from gateway.domain.retention import operation_expired
 from gateway.domain.units import format_money
 from gateway.errors import NotFound, Refusal
 from gateway.ids import new_id
@@ -67,7 +68,8 @@ class GateOps(SQLiteBase):
                     (run.lineage_id, intent.operation_id),
                 ).fetchone()
                 if holder is not None:
-                    return Held(action_from_row(holder))
+                    held = action_from_row(holder)
+                    return Held(held, operation_expired(held.status, held.created_at, intent.operation_kept_for, now))
             if refusal is None:
                 refusal = call_refusal(run, facts, now)
                 if refusal is not None and refusal.code == "budget_exhausted" and failpoints.sabotaged("budget"):
@@ -397,14 +399,17 @@ class GateOps(SQLiteBase):
         )
         self._event(conn, run_id, "approval_restored", now, approval_id=approval_id, status=status.value)
 
-    async def find_operation(self, lineage_id: str, operation_id: str) -> ActionRecord | None:
-        def read(conn: Conn) -> ActionRecord | None:
+    async def find_operation(self, lineage_id: str, operation_id: str, *, kept_for: float | None = None) -> Held | None:
+        def read(conn: Conn) -> Held | None:
             row = conn.execute(
                 "SELECT * FROM actions WHERE lineage_id = ? AND operation_id = ? AND status IN "
                 "('admitted', 'succeeded', 'unknown', 'compensated')",
                 (lineage_id, operation_id),
             ).fetchone()
-            return action_from_row(row) if row else None
+            if row is None:
+                return None
+            held = action_from_row(row)
+            return Held(held, operation_expired(held.status, held.created_at, kept_for, self._clock.now()))
 
         return await self._db.read(read)
 

@@ -6,6 +6,7 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,8 +84,9 @@ def shop_adapter(effects: list[dict[str, Any]]) -> PythonAdapter:
     return shop
 
 
-def make_app(tmp_path: Path) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
-    """The app every API test serves: the shop adapter, its policies, the keys of `KEYS`."""
+def make_app(tmp_path: Path, extra: str = "") -> tuple[Any, ManualClock, list[dict[str, Any]]]:
+    """The app every API test serves: the shop adapter, its policies, the keys of `KEYS`; `extra`
+    is more of warrant.yaml (top-level YAML)."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(
         "tools:\n"
@@ -97,7 +99,7 @@ def make_app(tmp_path: Path) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
         for name, (tenant, role) in KEYS.items()
     )
     config = tmp_path / "warrant.yaml"
-    config.write_text(f"database: sqlite:///{tmp_path}/w.db\napi_keys:\n{keys}\npolicies: [policy.yaml]\n")
+    config.write_text(f"database: sqlite:///{tmp_path}/w.db\napi_keys:\n{keys}\npolicies: [policy.yaml]\n{extra}")
     env = {f"KEY_{name.upper()}": f"key-{name}" for name in KEYS} | {"WARRANT_LEDGER_KEY": "test-ledger-key"}
     settings = load_settings(config, env)
     clock = ManualClock()
@@ -108,7 +110,14 @@ def make_app(tmp_path: Path) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
 
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[Api]:
-    app, clock, effects = make_app(tmp_path)
+    async with serving_api(tmp_path) as served:
+        yield served
+
+
+@asynccontextmanager
+async def serving_api(tmp_path: Path, extra: str = "") -> AsyncIterator[Api]:
+    """`make_app(tmp_path, extra)` under uvicorn on a free loopback port, until the block ends."""
+    app, clock, effects = make_app(tmp_path, extra)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     import asyncio
