@@ -15,6 +15,7 @@ import os
 from collections.abc import AsyncIterator, Sequence
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -23,6 +24,7 @@ from gateway import failpoints, tracing
 from gateway.adapters.base import Adapter
 from gateway.api.keys import routes as key_routes
 from gateway.api.lineage import routes as lineage_routes
+from gateway.api.retention import routes as retention_routes
 from gateway.api.routes import error_response
 from gateway.api.routes import routes as api_routes
 from gateway.api.tools import routes as tool_routes
@@ -40,7 +42,9 @@ from gateway.observe import healthz, metrics
 from gateway.pins import Pins
 from gateway.policy.loader import load_policies
 from gateway.progress import Progress
+from gateway.retention import Purger
 from gateway.service import Gateway
+from gateway.shutdown import Drain, DrainGuard
 from gateway.store.factory import open_store
 from gateway.watchdog import Watchdog, watching
 from gateway.webhooks import Deliverer
@@ -101,6 +105,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
 
     server = build_mcp_server(gate_of, catalog)
     mcp = mcp_app(server, settings.host, settings.limits.max_request_body)
+    drain = Drain()  # begun by `warrant serve`'s first SIGTERM (gateway/shutdown.py)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -134,9 +139,12 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                 catalog.check()  # downstream tools are listed now: a collision stops start-up here
                 gate = Gate(store, catalog, store_clock)
                 gate.limits = settings.limits
+                drain.gate = gate
+                gate.idempotency_for = settings.retention.idempotency
                 watchdog = Watchdog(
                     store, store_clock, settings.watchdog, settings.webhooks, catalog=catalog, metrics=gate.metrics
                 )
+                watchdog.purger = Purger(store, store_clock, settings.retention)
                 deliverer = Deliverer(store, store_clock, settings.webhooks, timeout=settings.watchdog.delivery_timeout)
                 fetcher = build_fetcher(settings)
                 progress = Progress(gate, fetcher, store_clock, settings.validators)
@@ -173,9 +181,16 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         *tool_routes,
         *key_routes,
         *lineage_routes,
+        *retention_routes,
         *console_routes(settings.ledger_key),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: method_not_allowed})
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: not_found, 405: method_not_allowed},
+        middleware=[Middleware(DrainGuard, drain=drain)],
+    )
+    app.state.drain = drain
     app.state.limits = limits  # the API's body cap and rates (gateway/api/routes.py)
     return app
 

@@ -4,7 +4,9 @@
     warrant stdio [--url http://127.0.0.1:8700]        (token from WARRANT_TOKEN)
     warrant migrate [--config warrant.yaml | --database URL] [--check]   (the store's schema)
     warrant ledger verify [--config warrant.yaml]      (offline: opens the store read-only)
+    warrant backup OUT [--config F | --database URL] [--check] | restore [BACKUP] --database URL   (cli_backup.py)
     warrant ledger export --run R [--out FILE] | verify --file B [--key-file K]   (evidence bundles: cli_ledger.py)
+    warrant ledger purge [--run R] [--action A] [--before T] [--reason TEXT]   (retention: cli_retention.py)
     warrant tools list | pending | accept NAME [--sha256 H]   (over the API: WARRANT_URL, WARRANT_API_KEY)
     warrant keys create --name N --role R [--expires-in D] | list | revoke ID | rotate ID --overlap D   (the same)
     warrant runs create FILE | list | show R | pause R | resume R | cancel R [--hard] | successor R | actions R
@@ -32,11 +34,13 @@ import sys
 from gateway import __version__
 from gateway.cli_adapters import add_commands as add_adapter_commands
 from gateway.cli_approvals import add_commands as add_approval_commands
+from gateway.cli_backup import add_commands as add_backup_commands
 from gateway.cli_drill import add_commands as add_drill_commands
 from gateway.cli_events import add_commands as add_event_commands
 from gateway.cli_keys import add_commands as add_key_commands
 from gateway.cli_ledger import add_commands as add_ledger_commands
 from gateway.cli_progress import add_commands as add_progress_commands
+from gateway.cli_retention import add_commands as add_purge_commands
 from gateway.cli_runs import add_commands as add_run_commands
 from gateway.cli_tools import add_commands as add_tool_commands
 from gateway.errors import ConfigError, StoreError
@@ -47,6 +51,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from gateway.app import create_app
     from gateway.config import find_config, load_settings
+    from gateway.shutdown import CLOSE_WAIT_S, FORCED_EXIT, DrainingServer
     from gateway.store.factory import serving
 
     settings = load_settings(find_config(args.config))
@@ -61,8 +66,20 @@ def _serve(args: argparse.Namespace) -> int:
 
             asyncio.run(migrate(settings.database, apply=False))  # due migrations: refused here, in one line
         print(f"warrant {__version__} serving on http://{host}:{port} (store: {settings.database})", flush=True)
-        uvicorn.run(app, host=host, port=port, log_level=args.log_level, access_log=False)
-    return 0
+        # SIGTERM and Ctrl-C drain first (gateway/shutdown.py); uvicorn's own handling would not.
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level=args.log_level,
+            access_log=False,
+            timeout_graceful_shutdown=CLOSE_WAIT_S,
+        )
+        server = DrainingServer(config, app.state.drain, settings.shutdown_grace)
+        server.run()
+        if not server.started:
+            return 3  # uvicorn's start-up failure (the port taken, the lifespan failed): logged above
+    return FORCED_EXIT if server.forced else 0
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -152,6 +169,7 @@ def parser() -> argparse.ArgumentParser:
     verify.add_argument("--config")
     verify.set_defaults(func=_verify)
     add_ledger_commands(ledger_sub, verify)
+    add_purge_commands(ledger_sub)
     add_tool_commands(sub)
     add_key_commands(sub)
     add_run_commands(sub)
@@ -160,6 +178,7 @@ def parser() -> argparse.ArgumentParser:
     add_event_commands(sub)
     add_adapter_commands(sub)
     add_drill_commands(sub)
+    add_backup_commands(sub)
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=lambda _args: print(__version__) or 0)
     return root

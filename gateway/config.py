@@ -84,6 +84,20 @@ class WatchdogEntry(BaseModel):
     )(lambda v: f"{parse_duration(v)}s")
 
 
+class RetentionEntry(BaseModel):
+    """`retention:` how long operation ids replay and bodies are kept (docs/retention.md).
+    `null` keeps forever."""
+
+    model_config = ConfigDict(extra="forbid")
+    idempotency: str | None = "30d"
+    payload_bodies: str | None = None
+    purge_every: str = "1h"
+
+    _durations = field_validator("idempotency", "payload_bodies", "purge_every", mode="before")(
+        lambda v: None if v is None else f"{parse_duration(v)}s"
+    )
+
+
 class ArtifactLimits(BaseModel):
     """`artifact_limits:` the caps on every read of evidence (gateway/evidence.py)."""
 
@@ -94,12 +108,21 @@ class ArtifactLimits(BaseModel):
     @field_validator("timeout", mode="before")
     @classmethod
     def _timeout(cls, value: Any) -> str | float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            if value <= 0:
-                raise ValueError("timeout must be longer than zero")
-            return float(value)
-        parse_duration(value)
-        return str(value)
+        return seconds_or_duration(value, "timeout")
+
+
+def seconds_or_duration(value: Any, name: str) -> str | float:
+    """A duration (`20s`, `1m`) or a number of seconds, fractions allowed. Raises: ValueError."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if value <= 0:
+            raise ValueError(f"{name} must be longer than zero")
+        return float(value)
+    parse_duration(value)
+    return str(value)
+
+
+def seconds_of(value: str | float) -> float:
+    return value if isinstance(value, float) else float(parse_duration(value))
 
 
 class RateEntry(BaseModel):
@@ -159,6 +182,7 @@ class ConfigFile(BaseModel):
     ledger_key_env: str = "WARRANT_LEDGER_KEY"
     webhooks: list[WebhookEntry] = []
     watchdog: WatchdogEntry = WatchdogEntry()
+    retention: RetentionEntry = RetentionEntry()
     # Evidence the gateway may read for milestone checks (docs/progress.md "What the gateway fetches").
     artifact_roots: list[str] = []
     artifact_hosts: list[str] = []
@@ -166,6 +190,13 @@ class ConfigFile(BaseModel):
     validators: dict[str, str] = {}
     drill: DrillEntry = DrillEntry()
     limits: LimitsEntry = LimitsEntry()
+    # How long calls in flight get to settle after SIGTERM before they are aborted (docs/operations.md).
+    shutdown_grace: str | float = "20s"
+
+    @field_validator("shutdown_grace", mode="before")
+    @classmethod
+    def _grace(cls, value: Any) -> str | float:
+        return seconds_or_duration(value, "shutdown_grace")
 
     @field_validator("artifact_hosts")
     @classmethod
@@ -224,6 +255,15 @@ class WatchdogSettings:
 
 
 @dataclass(frozen=True)
+class RetentionSettings:
+    """`retention:` in warrant.yaml, in seconds; None keeps forever (gateway/retention.py)."""
+
+    idempotency: float | None = 30 * 86_400.0
+    payload_bodies: float | None = None
+    purge_every: float = 3600.0
+
+
+@dataclass(frozen=True)
 class ArtifactSettings:
     """`artifact_roots`, `artifact_hosts` and `artifact_limits` in warrant.yaml: what evidence the
     gateway may read (gateway/evidence.py `build_fetcher`). The default reads nothing."""
@@ -255,6 +295,8 @@ class Settings:
     clock_offset_s: float = 0.0  # the drill's wrong clock; 0: off
     migrate_on_start: bool = True
     limits: LimitSettings = field(default_factory=LimitSettings)
+    shutdown_grace: float = 20.0  # seconds calls in flight get to settle after SIGTERM
+    retention: RetentionSettings = RetentionSettings()
 
 
 def find_config(explicit: str | None) -> Path:
@@ -285,6 +327,13 @@ def database_of(path: Path) -> str:
 
     Raises: ConfigError for an invalid configuration file."""
     return _database_url(path, _config_file(path).database)
+
+
+def ledger_key_env_of(path: Path) -> str:
+    """The variable holding the configuration's ledger key (`warrant backup`: no other secret needed).
+
+    Raises: ConfigError for an invalid configuration file."""
+    return _config_file(path).ledger_key_env
 
 
 def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Settings:
@@ -343,6 +392,8 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         clock_offset_s=raw.drill.clock_offset_s,
         migrate_on_start=raw.migrate_on_start,
         limits=limit_settings(raw.limits),
+        shutdown_grace=seconds_of(raw.shutdown_grace),
+        retention=_retention_settings(raw.retention),
     )
 
 
@@ -359,6 +410,15 @@ def limit_settings(raw: LimitsEntry) -> LimitSettings:
     )
 
 
+def _retention_settings(raw: RetentionEntry) -> RetentionSettings:
+    def seconds(value: str | None) -> float | None:
+        return None if value is None else float(parse_duration(value))
+
+    every = seconds(raw.purge_every)
+    assert every is not None
+    return RetentionSettings(seconds(raw.idempotency), seconds(raw.payload_bodies), every)
+
+
 def _artifact_settings(path: Path, raw: ConfigFile) -> ArtifactSettings:
     """Raises: ConfigError naming a root that is not an existing directory."""
     roots = tuple((path.parent / root).resolve() for root in raw.artifact_roots)
@@ -366,7 +426,7 @@ def _artifact_settings(path: Path, raw: ConfigFile) -> ArtifactSettings:
     if bad:
         raise ConfigError(f"{path}: artifact_roots must be existing directories: {', '.join(bad)}")
     limits = raw.artifact_limits
-    timeout = limits.timeout if isinstance(limits.timeout, float) else float(parse_duration(limits.timeout))
+    timeout = seconds_of(limits.timeout)
     return ArtifactSettings(roots, tuple(raw.artifact_hosts), limits.max_bytes, timeout)
 
 

@@ -47,7 +47,9 @@ def start_services(folder: Path) -> list[subprocess.Popen[bytes]]:
         os.environ.setdefault(token_env, f"demo-{module}-" + secrets.token_urlsafe(16))
         command = [sys.executable, "-m", f"examples.services.{module}", "--port", str(port)]
         command += ["--db", str(folder / db), "--token-env", token_env]
-        children.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
+        # A session of their own: Ctrl-C drains the gateway first (gateway/shutdown.py), and calls
+        # in flight to these services settle before `stop` ends them.
+        children.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, start_new_session=True))
     deadline = time.monotonic() + 15
     for (module, port, _, _), child in zip(SERVICES, children, strict=True):
         while True:

@@ -64,12 +64,14 @@ CALL_CODES: frozenset[str] = frozenset(
         # gateway refuses, naming the milestones, unknown actions and live children in the way.
         "checkpoint_conflict",
         "completion_refused",
+        # The gateway is shutting down (docs/operations.md): nothing was done; retry (another replica).
+        "draining",
     }
 )
 
 # Codes that say "try the same thing again later" without anybody deciding anything.
 RETRYABLE_CODES: frozenset[str] = frozenset(
-    {"operation_in_progress", "upstream_unavailable", "rate_limited", "run_waiting", "approval_required"}
+    {"operation_in_progress", "upstream_unavailable", "rate_limited", "run_waiting", "approval_required", "draining"}
 )
 
 

@@ -64,9 +64,12 @@ log = logging.getLogger("warrant.gate")
 META_ACTION_ID = "warrant/action_id"
 META_REPLAYED = "warrant/replayed"
 META_BUDGET = "warrant/budget_remaining"
+META_RESULT_PURGED = "warrant/result_purged"  # a replay whose recorded result was purged (retention)
+META_RECEIPT = "warrant/receipt"  # ... and the receipt it answers with instead
 # How long a run's hard cancel is remembered for calls admitted just before it (seconds): far
 # longer than the moment between an admit's commit and its dispatch.
 CANCELLED_HARD_KEPT_S = 600.0
+ABORTED_BY_CANCEL = "the call was aborted by a hard cancel"
 
 
 @dataclass(frozen=True)
@@ -97,13 +100,22 @@ class Gate:
         self._terms: dict[tuple[str, str], Terms] = {}
         self._tokens: dict[str, TokenInfo] = {}
         self._in_flight: dict[str, set[asyncio.Task[Any]]] = defaultdict(set)
-        self._aborting: set[asyncio.Task[Any]] = set()  # dispatches a hard cancel is aborting
+        # Dispatches being aborted (by a hard cancel, or at shutdown), each with the reason recorded.
+        self._aborting: dict[asyncio.Task[Any], str] = {}
         # Runs a hard cancel was heard for (monotonic time): a call admitted just before the cancel
         # committed, whose dispatch was not yet in flight when the abort came, is not sent either.
         self._cancelled_hard: dict[str, float] = {}
         self.metrics = Metrics(known_tool=lambda name: catalog.get(name) is not None)
+        # Shutdown (gateway/shutdown.py): while set, calls are refused before their admit with this
+        # refusal; `_admitting` counts admits under way, whose dispatch the drain must wait for too.
+        self.refusing: Refusal | None = None
+        self._admitting = 0
+        self._stopped: str | None = None  # the reason every dispatch not yet begun is aborted with
         self.progress: Progress | None = None  # the progress tools, set by the app (gateway/progress.py)
         self.limits = LimitSettings()  # `limits:` in warrant.yaml, set by the app (gateway/limits.py)
+        # retention.idempotency (docs/retention.md), seconds: a settled write's operation id replays for
+        # this long, then is refused `idempotency_expired`. None: it replays for as long as the record.
+        self.idempotency_for: float | None = None
 
     # -- step 1 ------------------------------------------------------------------------------
     async def authenticate(self, token: str | None) -> TokenInfo:
@@ -230,6 +242,8 @@ class Gate:
         *,
         stale_retry: bool = False,
     ) -> CallResult:
+        if self.refusing is not None:  # draining: no approval requested, nothing admitted
+            return await self._reject(info, tool, digest, self.refusing)
         run = info.run
         terms = self.terms_of(run)
         spec = await self._spec(tool)
@@ -255,7 +269,7 @@ class Gate:
             if dead is not None:
                 return dead
             if operation_id is not None:
-                holder = await self.store.find_operation(run.lineage_id, operation_id)
+                holder = await self.store.find_operation(run.lineage_id, operation_id, kept_for=self.idempotency_for)
                 if holder is not None:
                     return await self._held(info, holder, tool, digest)
             decided = await self._approval(info, spec, arguments, digest, rule, facts)
@@ -285,8 +299,15 @@ class Gate:
             approval_id=approval_id,
             repeat_of=repeat_of,
             spec_version=run.spec_version,
+            operation_kept_for=self.idempotency_for if operation_id else None,
         )
-        admitted = await self.metrics.timed(self.store.admit(intent, facts))
+        if self.refusing is not None:  # the drain began while this call was deciding
+            return await self._reject(info, tool, digest, self.refusing)
+        self._admitting += 1
+        try:
+            admitted = await self.metrics.timed(self.store.admit(intent, facts))
+        finally:
+            self._admitting -= 1  # an Admitted's task is in flight before the next await
         if isinstance(admitted, Stale):
             if stale_retry:
                 raise RuntimeError("the run's contract changed twice during one call")
@@ -295,16 +316,27 @@ class Gate:
         if isinstance(admitted, Refused):
             return CallResult.refused(admitted.refusal, admitted.action_id)
         if isinstance(admitted, Held):
-            return await self._held(info, admitted.action, tool, digest)
+            return await self._held(info, admitted, tool, digest)
         return await self._dispatch_and_settle(spec, admitted, arguments)
 
-    async def _held(self, info: TokenInfo, holder: ActionRecord, tool: str, digest: str) -> CallResult:
+    async def _held(self, info: TokenInfo, held: Held, tool: str, digest: str) -> CallResult:
         """Gate step 4: the operation id is already taken in this lineage."""
+        holder = held.action
         if holder.payload_sha256 != digest or holder.tool != tool:
             refusal = Refusal(
                 "idempotency_conflict",
                 f"operation {holder.operation_id} was used for another payload (action {holder.action_id})",
                 action_id=holder.action_id,
+            )
+            return await self._reject(info, tool, digest, refusal)
+        if held.expired:
+            refusal = Refusal(
+                "idempotency_expired",
+                f"operation {holder.operation_id} was first recorded at {isoformat(holder.created_at)} (action "
+                f"{holder.action_id}), longer ago than the gateway keeps operation ids; it is neither replayed nor "
+                "executed again: send a fresh operation id, or warrant_repeat(action_id, reason)",
+                action_id=holder.action_id,
+                recorded_at=isoformat(holder.created_at),
             )
             return await self._reject(info, tool, digest, refusal)
         if holder.status in (ActionStatus.SUCCEEDED, ActionStatus.COMPENSATED):
@@ -324,12 +356,20 @@ class Gate:
 
     async def _replay(self, holder: ActionRecord) -> CallResult:
         stored = await self.store.get_blob(holder.result_sha256) if holder.result_sha256 else None
+        text = f"not executed again: identical to action {holder.action_id}"
+        meta: dict[str, Any] = {META_ACTION_ID: holder.action_id, META_REPLAYED: True}
+        if holder.result_sha256 and stored is None:
+            # Purged under retention (docs/retention.md): the write happened once; its receipt is all
+            # that is left of its answer.
+            text += "; its result was purged under the retention policy, only its receipt is kept"
+            meta[META_RESULT_PURGED] = True
+            meta[META_RECEIPT] = holder.receipt
         stored = stored if isinstance(stored, dict) else {}
-        note = {"type": "text", "text": f"not executed again: identical to action {holder.action_id}"}
+        note = {"type": "text", "text": text}
         return CallResult(
             content=[note, *stored.get("content", [])],
             structured=stored.get("structured"),
-            meta={META_ACTION_ID: holder.action_id, META_REPLAYED: True},
+            meta=meta,
         )
 
     # -- step 5 ------------------------------------------------------------------------------
@@ -413,10 +453,11 @@ class Gate:
         in_flight = self._in_flight[action.run_id]
         in_flight.add(task)
         task.add_done_callback(lambda t: self._forget(action.run_id, t))
-        if action.run_id in self._cancelled_hard:
-            # The hard cancel committed after this call's admit, and its abort came before the
-            # dispatch was in flight: abort it now, before it starts.
-            self._aborting.add(task)
+        stopped = self._stopped or (ABORTED_BY_CANCEL if action.run_id in self._cancelled_hard else None)
+        if stopped is not None:
+            # The hard cancel (or the shutdown) came after this call's admit, and its abort came
+            # before the dispatch was in flight: abort it now, before it starts.
+            self._aborting[task] = stopped
             task.cancel()
         try:
             if spec.is_write:
@@ -425,9 +466,9 @@ class Gate:
         except asyncio.CancelledError:
             if not (task.cancelled() and not started and task in self._aborting):
                 raise
-            self._aborting.discard(task)
-        # Aborted by a hard cancel before the dispatch began: nothing was sent.
-        outcome = Outcome(OutcomeKind.NOT_SENT, code="upstream_unavailable", message="aborted before it was sent")
+            reason = self._aborting.pop(task, ABORTED_BY_CANCEL)
+        # Aborted (a hard cancel, the shutdown) before the dispatch began: nothing was sent.
+        outcome = Outcome(OutcomeKind.NOT_SENT, code="upstream_unavailable", message=f"{reason} before it was sent")
         return await self._settle(spec, admitted, outcome)
 
     def _forget(self, run_id: str, task: asyncio.Task[Any]) -> None:
@@ -456,9 +497,10 @@ class Gate:
             outcome = _uncertain(spec, "upstream_unavailable", f"no answer within {spec.timeout:g} s")
         except asyncio.CancelledError:
             # A hard cancel of the run (or shutdown): the request may have left.
-            outcome = _uncertain(spec, "upstream_unavailable", "the call was aborted by a hard cancel")
-            result = await self._settle(spec, admitted, outcome)
             task = asyncio.current_task()
+            reason = self._aborting.get(task, ABORTED_BY_CANCEL) if task is not None else ABORTED_BY_CANCEL
+            outcome = _uncertain(spec, "upstream_unavailable", reason)
+            result = await self._settle(spec, admitted, outcome)
             if task is not None and task in self._aborting:
                 # Our own abort, not the caller going away: the caller, still waiting, gets the
                 # outcome as recorded instead of a CancelledError it never asked for.
@@ -526,10 +568,18 @@ class Gate:
         for seen, at in list(self._cancelled_hard.items()):
             if now - at > CANCELLED_HARD_KEPT_S:
                 del self._cancelled_hard[seen]
-        tasks = list(self._in_flight.get(run_id, ()))
+        return await self._abort(list(self._in_flight.get(run_id, ())), ABORTED_BY_CANCEL)
+
+    async def abort_all(self, reason: str) -> int:
+        """Shutdown: abort every call in flight (writes settle `unknown`, reads failed, with `reason`),
+        and every dispatch admitted from now on before it is sent. Returns how many were in flight."""
+        self._stopped = reason
+        return await self._abort([task for tasks in self._in_flight.values() for task in tasks], reason)
+
+    async def _abort(self, tasks: list[asyncio.Task[Any]], reason: str) -> int:
         mine = [task for task in tasks if task not in self._aborting]
         for task in mine:
-            self._aborting.add(task)
+            self._aborting[task] = reason
             task.cancel()
         try:
             # gather with return_exceptions: the tasks' own cancellations are results here, while a
@@ -537,8 +587,12 @@ class Gate:
             await asyncio.gather(*tasks, return_exceptions=True)
         finally:
             for task in mine:
-                self._aborting.discard(task)
+                self._aborting.pop(task, None)
         return len(tasks)
+
+    def busy(self) -> bool:
+        """Whether any call is admitting, dispatching or settling in this process."""
+        return self._admitting > 0 or any(self._in_flight.values())
 
     def in_flight_runs(self) -> list[str]:
         """The runs this process has calls in flight for (dispatching or settling)."""

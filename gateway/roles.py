@@ -33,6 +33,7 @@ PERMISSIONS: frozenset[str] = frozenset(
         "tools.accept",  # accept a downstream tool definition (gateway-wide): admin only
         "keys.manage",  # create, list, revoke and rotate the tenant's API keys: admin only
         "metrics.read",  # /metrics: the tenant's gauges name its runs
+        "ledger.purge",  # purge settled actions' bodies on request (docs/retention.md): admin only
     }
 )
 

@@ -11,7 +11,8 @@ Each tick (every `watchdog.tick`, 5 s by default):
    entry and one delivery per webhook that takes the kind (`gateway/webhooks.py` sends them);
 4. look `unknown` actions up again through their adapters (terminal runs included), each on a
    backoff of its own, so a destination that is down is not asked every tick;
-5. queue a heartbeat to the webhooks every `watchdog.heartbeat`, so a receiver notices silence.
+5. queue a heartbeat to the webhooks every `watchdog.heartbeat`, so a receiver notices silence;
+6. purge the bodies retention says are due (gateway/retention.py), every `retention.purge_every`.
 
 `/healthz` reports the `watchdog` check from the last tick that completed: not ok once it is
 more than three ticks old. Tests call `tick()` with a moved clock; nothing here sleeps but `run`.
@@ -31,9 +32,11 @@ from gateway.backoff import backoff_delay
 from gateway.catalog import Catalog
 from gateway.clock import Clock
 from gateway.config import WatchdogSettings, Webhook
+from gateway.domain.retention import PurgeReport
 from gateway.domain.watch import Alert, UnknownAction, WatchPolicy, open_alerts
 from gateway.metrics import Metrics
 from gateway.reconcile import reconcile_action
+from gateway.retention import Purger
 from gateway.store.base import AlertDraft, RaisedAlert, Store, Sweep
 from gateway.webhooks import Deliverer
 
@@ -51,6 +54,7 @@ class Tick:
     sweep: Sweep | None = None
     raised: list[RaisedAlert] = field(default_factory=list)
     heartbeat: bool = False
+    purged: PurgeReport | None = None
 
 
 class Watchdog:
@@ -84,6 +88,7 @@ class Watchdog:
         self._seen: set[tuple[str, str, str]] = set()
         self._lookups: dict[str, tuple[int, float]] = {}  # action id -> (attempts, next lookup at)
         self.reconciling: asyncio.Task[None] | None = None
+        self.purger: Purger | None = None  # the scheduled purge, set by the app (gateway/retention.py)
 
     async def tick(self) -> Tick:
         self.holding = await self.store.hold_watch_lease(self.holder, LEASE_TICKS * self.settings.tick)
@@ -98,6 +103,8 @@ class Watchdog:
             if targets:
                 data = {"process_id": self.holder}
                 result.heartbeat = await self.store.queue_heartbeat(self.holder, self.settings.heartbeat, targets, data)
+            if self.purger is not None:
+                result.purged = await self.purger.tick()
         self.last_tick = self._monotonic()
         return result
 

@@ -103,6 +103,7 @@ def _operations() -> tuple[Op, ...]:
     # Imported here, not at the top: routes.py serves this module's route, and these are its models.
     from gateway.api.keys import CreateKeyBody, RevokeKeyBody, RotateKeyBody
     from gateway.api.lineage import ReviseBody, SuccessorBody
+    from gateway.api.retention import PurgeBody, PurgeDone
     from gateway.api.routes import AcknowledgeBody, ControlBody, DecisionBody, LeaseBody, ResolveBody, UsageBody
     from gateway.api.tools import AcceptBody
 
@@ -234,6 +235,17 @@ def _operations() -> tuple[Op, ...]:
         ),
         Op(
             "GET", "/api/ledger/verify", "Recompute the tenant's chains", "ledger.verify", response=schemas.LedgerReport
+        ),
+        Op(
+            "POST",
+            "/api/ledger/purge",
+            "Purge settled actions' bodies now (docs/retention.md); hashes and chains stay, every chain verifies",
+            "ledger.purge",
+            200,
+            PurgeDone,
+            PurgeBody,
+            True,
+            errors=(404,),
         ),
         Op(
             "GET",

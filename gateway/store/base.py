@@ -25,6 +25,7 @@ from gateway.domain.contract import Contract
 from gateway.domain.keys import ApiKeyRecord, KeyEvent
 from gateway.domain.limits import Rate
 from gateway.domain.report import ChargeRecorded, ReportInputs
+from gateway.domain.retention import PURGE_BATCH, PurgeReport, PurgeScope
 from gateway.domain.watch import Alert, RunWatch, UnknownAction
 from gateway.errors import Refusal
 from gateway.store.chain import EntryRow, VerifyReport
@@ -84,9 +85,12 @@ class Refused:
 
 @dataclass(frozen=True)
 class Held:
-    """Another action already holds this operation id in the lineage."""
+    """Another action already holds this operation id in the lineage. `expired`: it was first
+    recorded longer ago than the intent's `operation_kept_for` (retention.idempotency), by the
+    store's clock, and it is settled: the id is refused `idempotency_expired`, never replayed."""
 
     action: ActionRecord
+    expired: bool = False
 
 
 AdmitResult = Admitted | Refused | Held | Stale
@@ -266,12 +270,19 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    async def find_operation(self, lineage_id: str, operation_id: str) -> ActionRecord | None:
-        """The action that holds this operation id in the lineage, if any."""
+    async def find_operation(self, lineage_id: str, operation_id: str, *, kept_for: float | None = None) -> Held | None:
+        """The action that holds this operation id in the lineage, if any; expired as in `admit`
+        when it is past `kept_for` seconds (None: never)."""
 
     @abc.abstractmethod
     async def mark_orphans_unknown(self) -> list[str]:
         """Admitted actions of other (dead) processes become `unknown`. Call once at start-up."""
+
+    @abc.abstractmethod
+    async def mark_restored(self, *, by: str) -> Restored:
+        """After a restore from a backup (`warrant restore`): in ONE transaction, every admitted action
+        becomes `unknown` and every running or waiting run is paused, both with the reason "restored
+        from backup <time of the newest entry>: reconcile before resume" (store/sqlite_restore.py)."""
 
     # -- approvals -------------------------------------------------------------------------
     @abc.abstractmethod
@@ -357,6 +368,16 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def verify_ledger(self, tenant: str | None = None) -> VerifyReport: ...
+
+    # -- retention (docs/retention.md) -----------------------------------------------------
+    @abc.abstractmethod
+    async def purge_bodies(self, scope: PurgeScope, *, by: str, reason: str, limit: int = PURGE_BATCH) -> PurgeReport:
+        """Purge the bodies of at most `limit` settled actions in scope (oldest settled first), in ONE
+        transaction: bodies nothing outside the purge still needs are deleted, the actions marked,
+        a `bodies_purged` entry appended to each run whose bodies went. `more`: call again.
+
+        Raises: NotFound for a run or action not in `scope.tenant`.
+        """
 
     # -- the audit -------------------------------------------------------------------------
     @abc.abstractmethod
@@ -569,6 +590,16 @@ def log_if_failed(action_id: str) -> Callable[[asyncio.Future[Any]], None]:
             )
 
     return done
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What `Store.mark_restored` did."""
+
+    taken_at: float | None  # the newest ledger entry the backup holds (None: it holds none)
+    reason: str
+    runs_paused: list[str]
+    actions_unknown: list[str]
 
 
 # -- the watchdog's records ------------------------------------------------------------------

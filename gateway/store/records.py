@@ -113,6 +113,7 @@ class Intent:
     approval_id: str | None = None
     repeat_of: str | None = None
     spec_version: str | None = None  # the contract version the gate decided under; None: do not check
+    operation_kept_for: float | None = None  # retention.idempotency in seconds; None: an id never expires
 
 
 @dataclass(frozen=True)

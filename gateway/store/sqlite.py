@@ -29,6 +29,8 @@ from gateway.store.sqlite_keys import KeyOps
 from gateway.store.sqlite_lineage import LineageOps
 from gateway.store.sqlite_progress import ProgressOps
 from gateway.store.sqlite_record import RecordOps
+from gateway.store.sqlite_restore import RestoreOps
+from gateway.store.sqlite_retention import RetentionOps
 from gateway.store.sqlite_rows import (
     encode_cursor,
     run_from_row,
@@ -41,7 +43,19 @@ __all__ = ["SQLiteStore", "default_process_id"]
 
 
 class SQLiteStore(
-    GateOps, ApprovalOps, ProgressOps, LineageOps, RecordOps, AuditOps, KeyOps, StatsOps, UsageOps, WatchOps, Store
+    GateOps,
+    ApprovalOps,
+    ProgressOps,
+    LineageOps,
+    RecordOps,
+    AuditOps,
+    KeyOps,
+    StatsOps,
+    UsageOps,
+    WatchOps,
+    RestoreOps,
+    RetentionOps,
+    Store,
 ):
     """One SQLite file, WAL, every decision in one `BEGIN IMMEDIATE` transaction; split by concern
     into the parts it inherits (gate, approvals, record)."""

@@ -237,6 +237,28 @@ class SQLiteBase:
         if rows:
             self._settle_waiting(conn, run_id, now, "gateway")
 
+    def _mark_unknown(self, conn: Conn, rows: list[sqlite3.Row], reason: str, now: float) -> list[str]:
+        """Admitted actions (rows of action_id, run_id, process_id) whose outcome nobody will record
+        become `unknown` with `reason`, in the ledger too; their reservations stay held."""
+        for row in rows:
+            conn.execute(
+                "UPDATE actions SET status = 'unknown', code = 'outcome_unknown', reason = ? WHERE action_id = ?",
+                (reason, row["action_id"]),
+            )
+            self._event(
+                conn,
+                row["run_id"],
+                "action_settled",
+                now,
+                action_id=row["action_id"],
+                status="unknown",
+                code="outcome_unknown",
+                previous="admitted",
+                process_id=row["process_id"],
+                reason=reason,
+            )
+        return [row["action_id"] for row in rows]
+
     @staticmethod
     def _action(conn: Conn, action_id: str, tenant: str) -> ActionRecord:
         """Raises: NotFound, also for another tenant's action."""

@@ -12,6 +12,7 @@ from gateway import failpoints
 from gateway.domain import lifecycle
 from gateway.domain.admission import CallFacts, RunSnapshot, call_refusal, lease_refusal
 from gateway.domain.lifecycle import ActionStatus, RunStatus
+from gateway.domain.retention import operation_expired
 from gateway.domain.units import format_money
 from gateway.errors import NotFound, Refusal
 from gateway.ids import new_id
@@ -68,7 +69,8 @@ class GateOps(LimitOps):
                     (run.lineage_id, intent.operation_id),
                 ).fetchone()
                 if holder is not None:
-                    return Held(action_from_row(holder))
+                    held = action_from_row(holder)
+                    return Held(held, operation_expired(held.status, held.created_at, intent.operation_kept_for, now))
             if refusal is None:
                 refusal = call_refusal(run, facts, now)
                 if refusal is not None and refusal.code == "budget_exhausted" and failpoints.sabotaged("budget"):
@@ -338,6 +340,8 @@ class GateOps(LimitOps):
                     actual_spend=format_money(actual, currency) if actual is not None else None,
                     previous=previous.value,
                     **intent,
+                    # Why an outcome is unknown (a timeout, a hard cancel, the gateway shutting down).
+                    **({"reason": settlement.reason} if target is ActionStatus.UNKNOWN else {}),
                 )
                 if settlement.kind is SettleKind.FAILED and not settlement.sent and updated.approval_id:
                     self._restore_approval(conn, updated.approval_id, run_id, now)
@@ -398,14 +402,17 @@ class GateOps(LimitOps):
         )
         self._event(conn, run_id, "approval_restored", now, approval_id=approval_id, status=status.value)
 
-    async def find_operation(self, lineage_id: str, operation_id: str) -> ActionRecord | None:
-        def read(conn: Conn) -> ActionRecord | None:
+    async def find_operation(self, lineage_id: str, operation_id: str, *, kept_for: float | None = None) -> Held | None:
+        def read(conn: Conn) -> Held | None:
             row = conn.execute(
                 "SELECT * FROM actions WHERE lineage_id = ? AND operation_id = ? AND status IN "
                 "('admitted', 'succeeded', 'unknown', 'compensated')",
                 (lineage_id, operation_id),
             ).fetchone()
-            return action_from_row(row) if row else None
+            if row is None:
+                return None
+            held = action_from_row(row)
+            return Held(held, operation_expired(held.status, held.created_at, kept_for, self._clock.now()))
 
         return await self._db.read(read)
 
@@ -418,24 +425,7 @@ class GateOps(LimitOps):
                 (self._process_id,),
             ).fetchall()
             rows = [row for row in rows if not self._process_alive(conn, row["process_id"])]
-            for row in rows:
-                reason = "the gateway process that dispatched it ended before its outcome was recorded"
-                conn.execute(
-                    "UPDATE actions SET status = 'unknown', code = 'outcome_unknown', reason = ? WHERE action_id = ?",
-                    (reason, row["action_id"]),
-                )
-                self._event(
-                    conn,
-                    row["run_id"],
-                    "action_settled",
-                    now,
-                    action_id=row["action_id"],
-                    status="unknown",
-                    code="outcome_unknown",
-                    previous="admitted",
-                    process_id=row["process_id"],
-                    reason=reason,
-                )
-            return [row["action_id"] for row in rows]
+            reason = "the gateway process that dispatched it ended before its outcome was recorded"
+            return self._mark_unknown(conn, rows, reason, now)
 
         return await self._db.transaction(tx, durable=True)

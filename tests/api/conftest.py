@@ -86,10 +86,10 @@ def shop_adapter(effects: list[dict[str, Any]]) -> PythonAdapter:
 
 
 def make_app(
-    tmp_path: Path, *, config_extra: str = "", policy_extra: str = "", adapters: Sequence[Adapter] = ()
+    tmp_path: Path, extra: str = "", *, policy_extra: str = "", adapters: Sequence[Adapter] = ()
 ) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
-    """The app every API test serves: the shop adapter, its policies, the keys of `KEYS` (and what
-    a test adds: lines of warrant.yaml and of the policy, adapters)."""
+    """The app every API test serves: the shop adapter, its policies, the keys of `KEYS`; `extra`
+    is more of warrant.yaml (top-level YAML), `policy_extra` more policy lines, `adapters` more adapters."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(
         "tools:\n"
@@ -102,9 +102,7 @@ def make_app(
         for name, (tenant, role) in KEYS.items()
     )
     config = tmp_path / "warrant.yaml"
-    config.write_text(
-        f"database: sqlite:///{tmp_path}/w.db\napi_keys:\n{keys}\npolicies: [policy.yaml]\n" + config_extra
-    )
+    config.write_text(f"database: sqlite:///{tmp_path}/w.db\napi_keys:\n{keys}\npolicies: [policy.yaml]\n{extra}")
     env = {f"KEY_{name.upper()}": f"key-{name}" for name in KEYS} | {"WARRANT_LEDGER_KEY": "test-ledger-key"}
     settings = load_settings(config, env)
     clock = ManualClock()
@@ -115,14 +113,16 @@ def make_app(
 
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[Api]:
-    app, clock, effects = make_app(tmp_path)
-    async with serving(app, clock, effects) as served:
+    async with serving_api(tmp_path) as served:
         yield served
 
 
 @asynccontextmanager
-async def serving(app: Any, clock: ManualClock, effects: list[dict[str, Any]]) -> AsyncIterator[Api]:
-    """`app` under uvicorn on a free loopback port until the block ends."""
+async def serving_api(
+    tmp_path: Path, extra: str = "", *, policy_extra: str = "", adapters: Sequence[Adapter] = ()
+) -> AsyncIterator[Api]:
+    """`make_app(tmp_path, extra, ...)` under uvicorn on a free loopback port, until the block ends."""
+    app, clock, effects = make_app(tmp_path, extra, policy_extra=policy_extra, adapters=adapters)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     import asyncio

@@ -14,7 +14,7 @@ import pytest
 from mcp import MCPError
 
 from gateway.adapters.python import PythonAdapter
-from tests.api.conftest import CONTRACT, Api, make_app, serving
+from tests.api.conftest import CONTRACT, Api, serving_api
 from tests.e2e.serving import code_of
 from tests.mcp.test_mcp_front import MODES, mcp_client
 
@@ -61,8 +61,7 @@ def slow() -> Slow:
 
 @pytest.fixture
 async def limited(tmp_path: Path, slow: Slow) -> AsyncIterator[Api]:
-    app, clock, effects = make_app(tmp_path, config_extra=LIMITS, policy_extra=POLICY, adapters=[slow.adapter])
-    async with serving(app, clock, effects) as served:
+    async with serving_api(tmp_path, LIMITS, policy_extra=POLICY, adapters=[slow.adapter]) as served:
         yield served
     slow.release.set()
 
@@ -223,8 +222,7 @@ async def test_a_write_whose_answer_is_over_the_cap_is_recorded_as_performed_and
 
 async def test_an_mcp_body_cap_above_the_sdks_own_is_the_one_that_holds(tmp_path: Path) -> None:
     # The SDK refuses bodies over 4 MiB by default; a gateway configured for more serves them.
-    app, clock, effects = make_app(tmp_path, config_extra="limits: {max_request_body: 6MiB}\n")
-    async with serving(app, clock, effects) as api:
+    async with serving_api(tmp_path, "limits: {max_request_body: 6MiB}\n") as api:
         _, token = await start(api)
         async with mcp_client(api, token, "auto") as c:
             result = await c.call_tool("shop__find", {"q": "x" * 5_000_000})

@@ -34,9 +34,11 @@ def clean_environ() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def warrant_serve(config: Path, url: str, env: dict[str, str], log: Path, wait: float) -> Iterator[None]:
+def warrant_serve(
+    config: Path, url: str, env: dict[str, str], log: Path, wait: float
+) -> Iterator[subprocess.Popen[bytes]]:
     """Run `warrant serve --config CONFIG` (its output in LOG) until the block ends; it answers at URL
-    within `wait` seconds or the test fails with the log's tail."""
+    within `wait` seconds or the test fails with the log's tail. Yields the process."""
     with log.open("wb") as sink:
         proc = subprocess.Popen(
             [sys.executable, "-m", "gateway.cli", "serve", "--config", str(config), "--log-level", "warning"],
@@ -55,7 +57,7 @@ def warrant_serve(config: Path, url: str, env: dict[str, str], log: Path, wait: 
                 if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
                     break
             time.sleep(0.05)
-        yield
+        yield proc
     finally:
         stop_serve(proc)
 

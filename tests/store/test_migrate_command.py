@@ -14,13 +14,14 @@ from gateway.cli import main
 from gateway.clock import ManualClock
 from gateway.errors import StoreError
 from gateway.store.factory import migrate, open_store
-from gateway.store.sqlite_db import SCHEMA_VERSION, ServeLock
+from gateway.store.sqlite_db import SCHEMA_VERSION, ServeLock, _migrations
 from tests.e2e.serving import clean_environ
 from tests.harness import LEDGER_KEY, free_port
 from tests.harness_postgres import fresh_database
 
 pytestmark = pytest.mark.anyio
-EVERY = ", ".join(str(v) for v in range(1, SCHEMA_VERSION + 1))
+SHIPPED = [version for version, *_ in _migrations()]  # numbers may skip one another branch holds
+EVERY = ", ".join(map(str, SHIPPED))
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -46,7 +47,7 @@ async def test_a_gateway_that_does_not_migrate_at_start_refuses_a_store_that_nee
     with pytest.raises(StoreError, match="run `warrant migrate`"):
         async with open_store(url, clock=ManualClock(), ledger_key=LEDGER_KEY, migrate=False):
             pass
-    assert await migrate(url, apply=True) == list(range(1, SCHEMA_VERSION + 1))
+    assert await migrate(url, apply=True) == SHIPPED
     async with open_store(url, clock=ManualClock(), ledger_key=LEDGER_KEY, migrate=False) as store:
         assert (await store.verify_ledger()).as_dict()["ok"]
 

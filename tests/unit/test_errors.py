@@ -20,7 +20,7 @@ run_paused run_waiting run_cancelled run_completed run_expired lease_superseded
 lease_expired budget_exhausted approval_required approval_denied approval_expired idempotency_conflict
 idempotency_expired operation_in_progress outcome_unknown upstream_failed upstream_unauthorized
 upstream_unavailable spec_version_mismatch tool_definition_changed rate_limited payload_too_large
-checkpoint_conflict completion_refused lease_revoked
+checkpoint_conflict completion_refused lease_revoked draining
 """.split()
 
 

@@ -1,0 +1,118 @@
+"""The SQLite store, retention: purging the bodies settled actions name (docs/retention.md).
+
+A purge takes a batch of settled actions whose bodies were not purged yet, and deletes the bodies
+they name (payload and result) that nothing outside the batch still needs: another action not
+purged yet (in flight, `unknown`, or simply newer), a pending or approved approval, a checkpoint,
+a milestone's evidence. Bodies are content-addressed and shared, so such a body is kept for that
+record, and goes when the last one naming it is purged. The actions are marked, and each run
+whose bodies went gets a `bodies_purged` entry in its chain, in the same transaction. Rows,
+hashes and entries are never deleted: every chain verifies after a purge as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from gateway.domain.retention import PURGE_BATCH, PURGEABLE, PurgeReport, PurgeScope
+from gateway.errors import NotFound
+from gateway.store.sqlite_base import Conn, SQLiteBase
+
+_CHUNK = 500  # placeholders per IN list
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join("?" * len(values))
+
+
+def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
+    for i in range(0, len(values), _CHUNK):
+        yield values[i : i + _CHUNK]
+
+
+class RetentionOps(SQLiteBase):
+    async def purge_bodies(self, scope: PurgeScope, *, by: str, reason: str, limit: int = PURGE_BATCH) -> PurgeReport:
+        def tx(conn: Conn) -> tuple[PurgeReport, list[str]]:
+            return self._purge(conn, scope, by, reason, limit)
+
+        report, purged = await self._db.transaction(tx, durable=True)
+        for sha256 in purged:
+            self._bodies.forget(sha256)  # committed: a read of that payload stores its body again
+        return report
+
+    def _purge(self, conn: Conn, scope: PurgeScope, by: str, reason: str, limit: int) -> tuple[PurgeReport, list[str]]:
+        now = self._clock.now()
+        if scope.run_id is not None:
+            self._run_row(conn, scope.run_id, scope.tenant)  # NotFound, also for another tenant's
+        if scope.action_id is not None:
+            if scope.tenant is None:
+                raise NotFound(f"no action {scope.action_id}")
+            self._action(conn, scope.action_id, scope.tenant)
+        where = [f"bodies_purged_at IS NULL AND settled_at IS NOT NULL AND status IN ({_marks(PURGEABLE)})"]
+        params: list[Any] = list(PURGEABLE)
+        for column, value in (("tenant", scope.tenant), ("run_id", scope.run_id), ("action_id", scope.action_id)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if scope.before is not None:
+            where.append("settled_at < ?")
+            params.append(scope.before)
+        rows = conn.execute(
+            "SELECT action_id, run_id, payload_sha256, result_sha256 FROM actions WHERE "
+            f"{' AND '.join(where)} ORDER BY settled_at, seq LIMIT ?",
+            (*params, limit),
+        ).fetchall()
+        report = PurgeReport(more=len(rows) == limit)
+        if not rows:
+            return report, []
+        chosen = [row["action_id"] for row in rows]
+        named: dict[str, set[str]] = {}  # body -> the runs of the batch that name it
+        for row in rows:
+            for sha256 in (row["payload_sha256"], row["result_sha256"]):
+                if sha256:
+                    named.setdefault(sha256, set()).add(row["run_id"])
+        kept = self._still_needed(conn, sorted(named), chosen)
+        doomed = sorted(set(named) - kept)
+        gone: list[str] = []
+        for chunk in _chunks(doomed):
+            gone += [
+                r[0]
+                for r in conn.execute(f"DELETE FROM blobs WHERE sha256 IN ({_marks(chunk)}) RETURNING sha256", chunk)
+            ]
+        for chunk in _chunks(chosen):
+            conn.execute(f"UPDATE actions SET bodies_purged_at = ? WHERE action_id IN ({_marks(chunk)})", (now, *chunk))
+        by_run: dict[str, list[str]] = {}
+        for sha256 in sorted(gone):
+            for run_id in named[sha256]:
+                by_run.setdefault(run_id, []).append(sha256)
+        for run_id, bodies in sorted(by_run.items()):
+            actions = [row["action_id"] for row in rows if row["run_id"] == run_id]
+            self._event(conn, run_id, "bodies_purged", now, by=by, reason=reason, actions=actions, bodies=bodies)
+        report.actions = len(chosen)
+        report.purged = len(gone)
+        report.kept = len(kept)
+        report.runs = sorted(by_run)
+        return report, gone
+
+    @staticmethod
+    def _still_needed(conn: Conn, bodies: list[str], chosen: list[str]) -> set[str]:
+        """Those of `bodies` a record outside the purge names: an action outside `chosen` whose
+        bodies were not purged, a pending or approved approval, a checkpoint, a milestone's evidence."""
+        kept: set[str] = set()
+        for chunk in _chunks(bodies):
+            marks = _marks(chunk)
+            for column in ("payload_sha256", "result_sha256"):
+                rows = conn.execute(
+                    f"SELECT DISTINCT {column} FROM actions WHERE {column} IN ({marks}) "
+                    f"AND bodies_purged_at IS NULL AND action_id NOT IN ({_marks(chosen)})",
+                    (*chunk, *chosen),
+                ).fetchall()
+                kept.update(r[0] for r in rows)
+            for statement in (
+                "SELECT payload_sha256 FROM approvals WHERE status IN ('pending', 'approved') "
+                f"AND payload_sha256 IN ({marks})",
+                f"SELECT body_sha256 FROM checkpoints WHERE body_sha256 IN ({marks})",
+                f"SELECT evidence_sha256 FROM milestones WHERE evidence_sha256 IN ({marks})",
+            ):
+                kept.update(r[0] for r in conn.execute(statement, chunk).fetchall())
+        return kept
