@@ -8,7 +8,7 @@ never another exception and never unbounded work: only the safe loader's tags (n
 `!!python/...`); a document whose aliases would expand past `MAX_NODES` nodes (billion laughs)
 or that contains itself (`&a [*a]`); nesting past `MAX_DEPTH`; a lone surrogate (`"\\ud800"`,
 which no UTF-8 file, store or JSON document can carry); a scalar the safe constructor cannot
-convert (`!!float x`, an integer of more than 4300 digits). `read_yaml` refuses a file larger
+convert (`!!float x`, `!!int ''`, an integer of more than 4300 digits). `read_yaml` refuses a file larger
 than `MAX_BYTES` or not in UTF-8. Pinned by tests/hostile/test_yaml_loaders.py.
 """
 
@@ -114,14 +114,15 @@ def parse_yaml(text: str) -> Any:
         raise
     except RecursionError:  # the parser nests before any node exists to check
         raise yaml.YAMLError(f"collections nested more than {MAX_DEPTH} deep") from None
-    except (ValueError, TypeError, OverflowError) as exc:  # the safe constructor's own conversions
+    except (ValueError, TypeError, OverflowError, IndexError, KeyError, AttributeError) as exc:
+        # The safe constructor's own conversions and slips (`!!int ''` is an IndexError in PyYAML 6).
         raise yaml.YAMLError(f"a value cannot be read: {exc}") from None
 
 
-def read_yaml(path: Path) -> Any:
-    """Raises:
-    ConfigError: the file is missing, too large, not UTF-8 or not valid YAML.
-    """
+def read_text(path: Path) -> str:
+    """A document's text, read to at most MAX_BYTES.
+
+    Raises: ConfigError: the file is missing, too large or not UTF-8."""
     try:
         with path.open("rb") as file:
             data = file.read(MAX_BYTES + 1)
@@ -130,10 +131,17 @@ def read_yaml(path: Path) -> Any:
     if len(data) > MAX_BYTES:
         raise ConfigError(f"{path}: larger than {MAX_BYTES} bytes")
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ConfigError(f"{path}: not UTF-8 text (line {line}, byte {exc.start})") from None
+
+
+def read_yaml(path: Path) -> Any:
+    """Raises:
+    ConfigError: the file is missing, too large, not UTF-8 or not valid YAML.
+    """
+    text = read_text(path)
     try:
         return parse_yaml(text)
     except yaml.YAMLError as exc:

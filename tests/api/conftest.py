@@ -83,8 +83,9 @@ def shop_adapter(effects: list[dict[str, Any]]) -> PythonAdapter:
     return shop
 
 
-def make_app(tmp_path: Path) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
-    """The app every API test serves: the shop adapter, its policies, the keys of `KEYS`."""
+def make_app(tmp_path: Path, database: str | None = None) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
+    """The app every API test serves: the shop adapter, its policies, the keys of `KEYS`;
+    on a SQLite file in `tmp_path` unless `database` names another store."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(
         "tools:\n"
@@ -97,7 +98,9 @@ def make_app(tmp_path: Path) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
         for name, (tenant, role) in KEYS.items()
     )
     config = tmp_path / "warrant.yaml"
-    config.write_text(f"database: sqlite:///{tmp_path}/w.db\napi_keys:\n{keys}\npolicies: [policy.yaml]\n")
+    config.write_text(
+        f"database: {database or f'sqlite:///{tmp_path}/w.db'}\napi_keys:\n{keys}\npolicies: [policy.yaml]\n"
+    )
     env = {f"KEY_{name.upper()}": f"key-{name}" for name in KEYS} | {"WARRANT_LEDGER_KEY": "test-ledger-key"}
     settings = load_settings(config, env)
     clock = ManualClock()

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.errors import CALL_CODES
+from gateway.mcp_front import WARRANT_TOOLS as GATEWAY_TOOLS
 from tests.hostile.checks import answer_problems, lost_or_changed, record_of, server_error_problem
 from tests.hostile.conftest import MCP_HEADERS, World
 
@@ -42,14 +43,7 @@ FUZZ = settings(
 DOCUMENTED = {200, 202, 400, 401, 404, 405, 406, 413, 415, 421, 422}
 
 REAL_TOOLS = ["shop__find", "shop__order", "shop__charge"]
-WARRANT_TOOLS = [
-    "warrant_status",
-    "warrant_propose",
-    "warrant_repeat",
-    "warrant_checkpoint",
-    "warrant_milestone",
-    "warrant_complete",
-]
+WARRANT_TOOLS = list(GATEWAY_TOOLS)
 ODD_TEXT = ["\u0000", "\u202e", "\u200b", "\ufeff", "\uffff", "\U0010ffff", "e\u0301", "\u2028", "\x7f", "🦀"]
 ESCAPED_SURROGATES = ["\\ud800", "\\udfff", "a\\udc00b", "\\ud800\\u0041", "\\udbff\\udbff"]
 
