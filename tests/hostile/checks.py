@@ -43,13 +43,14 @@ SETTLED_FROM: dict[str, set[str]] = {
 }
 
 
-def answer_problems(response: httpx.Response, secrets: Iterable[str]) -> list[str]:
-    """What is wrong with one answer, by the rules above (5xx is LogWatch's)."""
+def answer_problems(response: httpx.Response, secrets: Iterable[str], *, traces: bool = True) -> list[str]:
+    """What is wrong with one answer, by the rules above (5xx is LogWatch's). `traces=False` for a
+    static document that names source files on purpose (the OpenAPI document's descriptions)."""
     problems = []
     text = response.content.decode("utf-8", "replace")
     headers = "\n".join(f"{k}: {v}" for k, v in response.headers.multi_items())
     for where, content in (("body", text), ("headers", headers)):
-        trace = TRACE.search(content)
+        trace = TRACE.search(content) if traces else None
         if trace is not None:
             problems.append(f"a stack trace or exception name in the {where}: {trace.group(0)!r}")
         problems += [f"a secret in the {where}: {s[:6]}..." for s in secrets if s and s in content]
@@ -128,7 +129,7 @@ def lost_or_changed(before: Record, after: Record, api: httpx.Client) -> list[st
         if now is None:
             problems.append(f"run {run_id} is gone")
             continue
-        for key in ("goal", "owner", "lineage_id", "created_at", "created_by", "currency"):
+        for key in ("owner", "lineage_id", "created_at", "created_by", "currency"):  # a revision may change the goal
             if now.get(key) != run.get(key):
                 problems.append(f"run {run_id}: {key} changed")
         old, new = before.events[run_id], after.events[run_id]
