@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Coroutine, Iterator
@@ -151,6 +152,13 @@ class ThreadedApi:
 @pytest.fixture(scope="module")
 def threaded_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedApi]:
     app, _, _ = make_app(tmp_path_factory.mktemp("threaded_api"))
+    with threaded_serving(app) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def threaded_serving(app: Any) -> Iterator[ThreadedApi]:
+    """`app` under uvicorn on a thread of its own, on a free loopback port."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     loop = asyncio.new_event_loop()

@@ -1,15 +1,18 @@
-"""One real `warrant serve` app per module (tests/api/conftest.py's, on a thread of its own under
-uvicorn), its log watched, and a world of recorded runs and actions for the fuzzers not to harm."""
+"""One real `warrant serve` app per module and store (tests/api/conftest.py's, on a thread of its
+own under uvicorn; on SQLite, then on PostgreSQL), its log watched, and a world of recorded runs
+and actions for the fuzzers not to harm."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import httpx
 import pytest
 
-from tests.api.conftest import CONTRACT, KEYS, ThreadedApi, threaded_api  # noqa: F401 - the same real server
+from tests.api.conftest import CONTRACT, KEYS, ThreadedApi, make_app, threaded_serving
+from tests.harness_postgres import fresh_database
 from tests.hostile.checks import LogWatch, Record, record_of
 
 LEDGER_KEY = "test-ledger-key"  # tests/api/conftest.py's WARRANT_LEDGER_KEY
@@ -49,17 +52,26 @@ class World:
         return self.http.post(f"{self.api.url}/mcp", json=body, headers=headers)
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedApi]:
+    """The app on each store: PostgreSQL refuses what SQLite takes (a NUL in a text column)."""
+    with contextlib.ExitStack() as stack:
+        database = stack.enter_context(fresh_database()) if request.param == "postgres" else None
+        app, _, _ = make_app(tmp_path_factory.mktemp("hostile"), database)
+        yield stack.enter_context(threaded_serving(app))
+
+
 @pytest.fixture(scope="module")
-def world(threaded_api: ThreadedApi) -> Iterator[World]:  # noqa: F811 - the fixture imported above
+def world(served: ThreadedApi) -> Iterator[World]:
     """Recorded before any fuzzing: a succeeded read and write, a refusal, a pending approval and
     an `unknown` write (the `lost` card), in a run of their own; then a run for the fuzzers."""
     log = LogWatch()
     with (
         log.watching(),
-        httpx.Client(base_url=threaded_api.url, headers={"Authorization": "Bearer key-ops"}, timeout=30) as ops,
+        httpx.Client(base_url=served.url, headers={"Authorization": "Bearer key-ops"}, timeout=30) as ops,
         httpx.Client(timeout=30) as http,
     ):
-        world = World(threaded_api, ops, http, log, "", [], Record())
+        world = World(served, ops, http, log, "", [], Record())
         _, seeded = world.grant()
         for tool, arguments in [
             ("shop__find", {"q": "a"}),

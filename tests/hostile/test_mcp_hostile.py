@@ -21,13 +21,14 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp_types import INTERNAL_ERROR
 
 from gateway.errors import CALL_CODES
 from gateway.mcp_front import WARRANT_TOOLS as GATEWAY_TOOLS
 from tests.hostile.checks import answer_problems, lost_or_changed, record_of, server_error_problem
 from tests.hostile.conftest import MCP_HEADERS, World
 
-EXAMPLES = 300
+EXAMPLES = 200
 FUZZ = settings(
     max_examples=EXAMPLES,
     derandomize=True,
@@ -150,6 +151,8 @@ def jsonrpc_problems(response: httpx.Response) -> list[str]:
             continue
         elif not isinstance((error := message.get("error")), dict) or not isinstance(error.get("code"), int):
             problems.append("neither a result nor an error with an integer code")
+        elif error["code"] == INTERNAL_ERROR:  # logged with a reference, but a bug of ours all the same
+            problems.append(f"an internal error: {error.get('message')}")
     return problems
 
 
