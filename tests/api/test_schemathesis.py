@@ -27,7 +27,9 @@ from schemathesis.specs.openapi.checks import (
 
 from gateway.api.openapi import document
 from tests.api.conftest import CONTRACT, KEYS, ThreadedApi
-from tests.hostile.checks import Record, answer_problems, lost_or_changed, record_of
+from tests.hostile.checks import SERVER_USES_RANDOM, Record, answer_problems, lost_or_changed, record_of
+
+pytestmark = SERVER_USES_RANDOM
 
 EXAMPLES = 25
 CHECKS = [

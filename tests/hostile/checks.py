@@ -21,8 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import pytest
 
 from gateway.cli_runs import every_item
+
+# The server runs on a thread of this process and draws from `random` (ids, retry jitter) while
+# hypothesis draws examples: hypothesis would take that for a strategy using `random`.
+SERVER_USES_RANDOM = pytest.mark.filterwarnings(
+    "ignore:Do not use the `random` module inside strategies:hypothesis.errors.HypothesisDeprecationWarning"
+)
 
 # A Python stack trace or an exception's class name in what a client reads.
 TRACE = re.compile(

@@ -25,8 +25,10 @@ from mcp_types import INTERNAL_ERROR
 
 from gateway.errors import CALL_CODES
 from gateway.mcp_front import WARRANT_TOOLS as GATEWAY_TOOLS
-from tests.hostile.checks import answer_problems, lost_or_changed, record_of, server_error_problem
+from tests.hostile.checks import SERVER_USES_RANDOM, answer_problems, lost_or_changed, record_of, server_error_problem
 from tests.hostile.conftest import MCP_HEADERS, World
+
+pytestmark = SERVER_USES_RANDOM
 
 EXAMPLES = 200
 FUZZ = settings(
