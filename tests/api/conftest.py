@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Coroutine, Iterator
@@ -84,9 +85,12 @@ def shop_adapter(effects: list[dict[str, Any]]) -> PythonAdapter:
     return shop
 
 
-def make_app(tmp_path: Path, extra: str = "") -> tuple[Any, ManualClock, list[dict[str, Any]]]:
+def make_app(
+    tmp_path: Path, extra: str = "", database: str | None = None
+) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
     """The app every API test serves: the shop adapter, its policies, the keys of `KEYS`; `extra`
-    is more of warrant.yaml (top-level YAML)."""
+    is more of warrant.yaml (top-level YAML); on a SQLite file in `tmp_path` unless `database`
+    names another store."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(
         "tools:\n"
@@ -99,7 +103,9 @@ def make_app(tmp_path: Path, extra: str = "") -> tuple[Any, ManualClock, list[di
         for name, (tenant, role) in KEYS.items()
     )
     config = tmp_path / "warrant.yaml"
-    config.write_text(f"database: sqlite:///{tmp_path}/w.db\napi_keys:\n{keys}\npolicies: [policy.yaml]\n{extra}")
+    config.write_text(
+        f"database: {database or f'sqlite:///{tmp_path}/w.db'}\napi_keys:\n{keys}\npolicies: [policy.yaml]\n{extra}"
+    )
     env = {f"KEY_{name.upper()}": f"key-{name}" for name in KEYS} | {"WARRANT_LEDGER_KEY": "test-ledger-key"}
     settings = load_settings(config, env)
     clock = ManualClock()
@@ -157,6 +163,13 @@ class ThreadedApi:
 @pytest.fixture(scope="module")
 def threaded_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedApi]:
     app, _, _ = make_app(tmp_path_factory.mktemp("threaded_api"))
+    with threaded_serving(app) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def threaded_serving(app: Any) -> Iterator[ThreadedApi]:
+    """`app` under uvicorn on a thread of its own, on a free loopback port."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     loop = asyncio.new_event_loop()
