@@ -29,7 +29,7 @@ import yaml
 from gateway.clock import SystemClock
 from gateway.errors import ConfigError
 from gateway.openapi_import import GUESSED_RETENTION, KEY_RETENTION, ImportResult, OpenApiError, import_openapi
-from gateway.yamlfile import read_yaml
+from gateway.yamlfile import parse_yaml, read_text, read_yaml
 
 FETCH_TIMEOUT = 10.0
 
@@ -72,18 +72,19 @@ def read_spec(source: str) -> tuple[Any, str | None]:
         except ConfigError as exc:
             raise OpenApiError("unreadable", str(exc)) from exc
     try:
-        return _parse(path.read_text(encoding="utf-8"), source), None
-    except OSError as exc:
-        raise OpenApiError("unreadable", f"{source}: cannot read: {exc.strerror}") from exc
+        text = read_text(path)  # at most MAX_BYTES, UTF-8
+    except ConfigError as exc:
+        raise OpenApiError("unreadable", str(exc)) from exc
+    return _parse(text, source), None
 
 
 def _parse(text: str, source: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
         pass
     try:
-        return yaml.safe_load(text)
+        return parse_yaml(text)  # the project's safe loader: no alias bomb, no duplicate key
     except yaml.YAMLError as exc:
         raise OpenApiError("unreadable", f"{source}: neither JSON nor YAML") from exc
 

@@ -154,11 +154,12 @@ def read_contract(source: str) -> dict[str, Any]:
     """
     import yaml
 
-    from gateway.yamlfile import parse_yaml  # the project's safe loader, for text (stdin too)
+    from gateway.errors import ConfigError
+    from gateway.yamlfile import parse_yaml, read_text  # the project's safe loader, for text (stdin too)
 
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = sys.stdin.read() if source == "-" else read_text(Path(source))  # at most MAX_BYTES
+    except (OSError, UnicodeDecodeError, ConfigError) as exc:
         raise ApiFailed("unreadable", f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}") from exc
     try:
         if source.lower().endswith(".json"):

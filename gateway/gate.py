@@ -55,6 +55,7 @@ from gateway.store.records import (
     Settlement,
     TokenInfo,
 )
+from gateway.text import escape_nul
 
 if TYPE_CHECKING:
     from gateway.progress import Progress
@@ -195,6 +196,7 @@ class Gate:
         self, token: str | None, tool: str, arguments: Any, meta: Mapping[str, Any] | None
     ) -> CallResult:
         info = await self._identify(token)
+        tool = escape_nul(tool)  # no tool is named so; recorded readably on either store (gateway/text.py)
         if failpoints.sabotaged("fencing"):  # the drill's negative control: any epoch passes as current
             fresh = await self._fresh(info)
             info = TokenInfo(fresh.run, fresh.run.epoch, fresh.worker, fresh.granted_by, fresh.token_hash)
@@ -602,6 +604,7 @@ class Gate:
     async def repeat(self, token: str | None, action_id: str, reason: str) -> CallResult:
         """`warrant_repeat`: a deliberate repeat of a succeeded write, under a fresh operation id."""
         info = await self.authenticate(token)
+        reason = escape_nul(reason)
         dead = await self._live(info, "warrant_repeat", "0" * 64)
         if dead is not None:
             return dead
@@ -638,6 +641,7 @@ class Gate:
         Answers with the approval's state; calling the tool later with the same arguments consumes it.
         """
         info = await self.authenticate(token)
+        tool, rationale = escape_nul(tool), None if rationale is None else escape_nul(rationale)
         try:
             digest = payload_sha256(arguments)
         except ValueError:

@@ -205,7 +205,7 @@ def success(ex: Exchange, response: Answer) -> Outcome | Untrusted:
     try:
         text = response.text
         value = json.loads(text, parse_constant=_no_constant)
-    except ValueError:
+    except (ValueError, RecursionError):  # a body nested past the parser's depth is not JSON we can read
         return Untrusted("the body is not JSON")
     receipt: dict[str, Any] = {"status": status, "digest": digest}
     if ex.tool.receipt_id is not None:
@@ -301,7 +301,7 @@ def error_summary(response: Answer) -> str:
     the caller redacts, then shortens."""
     try:
         data = json.loads(response.text)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None
     if isinstance(data, dict):
         error = data.get("error")

@@ -100,7 +100,7 @@ class LeanCaller:
             return False
         try:
             reply = json.loads(answer.body)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the parser's depth: not JSON
             return False
         return isinstance(reply, dict) and isinstance(reply.get("result"), dict)
 
@@ -184,7 +184,7 @@ class LeanCaller:
         elif content_type.startswith("application/json"):
             try:
                 reply = json.loads(answer.body)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise MCPError(types.PARSE_ERROR, "Failed to parse JSON response") from None
         else:
             raise MCPError(types.INVALID_REQUEST, f"Unexpected content type: {content_type}")
@@ -230,7 +230,7 @@ def _is_json(answer: Answer) -> bool:
 def _error_of(answer: Answer) -> MCPError | None:
     try:
         reply = json.loads(answer.body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if isinstance(reply, dict) and isinstance(reply.get("error"), dict):
         return _as_error(reply["error"])
@@ -255,7 +255,7 @@ def _sse_reply(body: bytes, request_id: int) -> Any:
         elif not line and data:
             try:
                 message = json.loads("\n".join(data))
-            except ValueError:
+            except (ValueError, RecursionError):
                 message = None
             data = []
             if isinstance(message, dict) and message.get("id") == request_id:

@@ -21,6 +21,7 @@ from gateway.api.approval_shown import approval_shown
 from gateway.api.audit import audit_filters
 from gateway.api.events import run_events
 from gateway.api.export import export_run
+from gateway.api.nul import refuse_nul_body, refuse_nul_url
 from gateway.api.openapi import openapi_json
 from gateway.api.views import action_view, approval_view, run_view
 from gateway.clock import isoformat
@@ -93,6 +94,7 @@ def endpoint(permission: str) -> Callable[[Handler], Callable[[Request], Awaitab
                 principal = await authenticate_key(request, gateway)
                 require(principal, permission)
                 await check_api_rate(gateway.store, limits_of(request), principal)
+                refuse_nul_url(request)
                 return await handler(request, principal, gateway)
             except WarrantError as error:
                 return error_response(error)
@@ -128,9 +130,11 @@ async def read_json(request: Request) -> Any:
     if not body.strip():
         return {}
     try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested past the parser's depth
         raise InvalidRequest("the body is not valid JSON", code="invalid_json").with_status(400) from None
+    refuse_nul_body(data)
+    return data
 
 
 async def read_model(request: Request, model: type[M]) -> M:

@@ -30,6 +30,7 @@ from gateway.errors import Forbidden, NotFound, Unauthenticated, WarrantError
 from gateway.roles import permits, require
 from gateway.service import Gateway
 from gateway.store.records import Principal
+from gateway.text import escape_nul
 
 MAX_FORM = 16 * 1024
 HEADERS = {
@@ -285,7 +286,8 @@ async def read_form(request: Request) -> dict[str, str]:
         fields = parse_qs(body.decode(), keep_blank_values=True, max_num_fields=20)
     except (UnicodeDecodeError, ValueError):
         return {}
-    return {name: values[0] for name, values in fields.items()}
+    # PostgreSQL's text columns refuse U+0000: a reason or a note keeps it escaped, readably (gateway/text.py).
+    return {name: escape_nul(values[0]) for name, values in fields.items()}
 
 
 def shown(view: dict[str, Any]) -> dict[str, Any]:

@@ -138,6 +138,16 @@ async def test_a_2xx_with_nan_is_not_json(crm: Crm) -> None:
     assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "upstream_failed")
 
 
+async def test_a_2xx_nested_past_the_json_parser_is_not_json(crm: Crm) -> None:
+    # A hostile destination's answer: a RecursionError once escaped the adapter (tests/hostile/).
+    deep = "[" * 100_000 + "]" * 100_000
+    crm.router.get("/contacts/c-1").respond(200, text=deep, headers={"Content-Type": "application/json"})
+    crm.router.post("/contacts").respond(201, text=deep, headers={"Content-Type": "application/json"})
+    read, write = await crm.adapter().call(get_contact()), await crm.adapter().call(create())
+    assert (read.kind, read.code) == (OutcomeKind.FAILED, "upstream_failed")
+    assert (write.kind, write.code) == (OutcomeKind.UNKNOWN, "outcome_unknown")
+
+
 async def test_a_204_succeeds_when_no_receipt_id_is_expected(crm: Crm) -> None:
     crm.router.post("/calls").respond(204)
     outcome = await crm.adapter().call(log_call())

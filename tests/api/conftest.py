@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
@@ -86,10 +87,16 @@ def shop_adapter(effects: list[dict[str, Any]]) -> PythonAdapter:
 
 
 def make_app(
-    tmp_path: Path, extra: str = "", *, policy_extra: str = "", adapters: Sequence[Adapter] = ()
+    tmp_path: Path,
+    extra: str = "",
+    database: str | None = None,
+    *,
+    policy_extra: str = "",
+    adapters: Sequence[Adapter] = (),
 ) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
     """The app every API test serves: the shop adapter, its policies, the keys of `KEYS`; `extra`
-    is more of warrant.yaml (top-level YAML), `policy_extra` more policy lines, `adapters` more adapters."""
+    is more of warrant.yaml (top-level YAML); on a SQLite file in `tmp_path` unless `database`
+    names another store; `policy_extra` more policy lines, `adapters` more adapters."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(
         "tools:\n"
@@ -102,7 +109,9 @@ def make_app(
         for name, (tenant, role) in KEYS.items()
     )
     config = tmp_path / "warrant.yaml"
-    config.write_text(f"database: sqlite:///{tmp_path}/w.db\napi_keys:\n{keys}\npolicies: [policy.yaml]\n{extra}")
+    config.write_text(
+        f"database: {database or f'sqlite:///{tmp_path}/w.db'}\napi_keys:\n{keys}\npolicies: [policy.yaml]\n{extra}"
+    )
     env = {f"KEY_{name.upper()}": f"key-{name}" for name in KEYS} | {"WARRANT_LEDGER_KEY": "test-ledger-key"}
     settings = load_settings(config, env)
     clock = ManualClock()
@@ -162,6 +171,13 @@ class ThreadedApi:
 @pytest.fixture(scope="module")
 def threaded_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedApi]:
     app, _, _ = make_app(tmp_path_factory.mktemp("threaded_api"))
+    with threaded_serving(app) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def threaded_serving(app: Any) -> Iterator[ThreadedApi]:
+    """`app` under uvicorn on a thread of its own, on a free loopback port."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     loop = asyncio.new_event_loop()

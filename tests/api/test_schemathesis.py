@@ -1,5 +1,7 @@
 """Schemathesis against /api/openapi.json on a real server, with valid keys: no 5xx, and every
-response conforms to the document (status code, content type, headers, body schema).
+response conforms to the document (status code, content type, headers, body schema), carries no
+stack trace and no secret (the ledger key, an API key, the world's lease token); and afterwards
+nothing recorded before is lost or changed and the ledger verifies (tests/hostile/checks.py).
 
 Generated path ids are random strings (404s) or, half the time, the ids of a real run, approval
 and action, so the operations behind the 404 are reached too. Kept small (`EXAMPLES` per
@@ -24,7 +26,10 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from gateway.api.openapi import document
-from tests.api.conftest import CONTRACT, ThreadedApi
+from tests.api.conftest import CONTRACT, KEYS, ThreadedApi
+from tests.hostile.checks import SERVER_USES_RANDOM, Record, answer_problems, lost_or_changed, record_of
+
+pytestmark = SERVER_USES_RANDOM
 
 EXAMPLES = 25
 CHECKS = [
@@ -41,6 +46,11 @@ class World:
     api: ThreadedApi
     ids: dict[str, str]  # path parameter -> a real id
     lease_token: str
+    before: Record  # what the store held before any generated request
+
+    @property
+    def secrets(self) -> list[str]:
+        return ["test-ledger-key", self.lease_token, *(f"key-{name}" for name in KEYS)]
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +72,9 @@ def world(threaded_api: ThreadedApi) -> World:
         "action_id": unknown.items[0].action_id,
         "name": "shop__find",
     }
-    return World(threaded_api, ids, token)
+    with httpx.Client(base_url=threaded_api.url, headers={"Authorization": "Bearer key-ops"}, timeout=10) as c:
+        before = record_of(c)
+    return World(threaded_api, ids, token, before)
 
 
 # The document the server serves (tests/api/test_openapi.py checks they are the same), loaded at
@@ -85,4 +97,15 @@ def test_the_api_answers_as_its_document_says(case: schemathesis.Case[Any], worl
     documented = document()["paths"][case.operation.path][case.operation.method.lower()]["responses"]
     # A route of a later issue answers its documented 501: the one 5xx that is not a server error.
     checks = [c for c in CHECKS if c is not not_a_server_error or "501" not in documented]
-    case.call_and_validate(base_url=world.api.url, headers={"Authorization": f"Bearer {bearer}"}, checks=checks)
+    response = case.call_and_validate(
+        base_url=world.api.url, headers={"Authorization": f"Bearer {bearer}"}, checks=checks
+    )
+    headers = [(name, value) for name, values in response.headers.items() for value in values]
+    answer = httpx.Response(response.status_code, content=response.content, headers=headers)
+    static = case.operation.path == "/api/openapi.json"  # its descriptions name source files on purpose
+    assert answer_problems(answer, world.secrets, traces=not static) == []
+
+
+def test_nothing_recorded_before_the_generated_requests_is_lost_or_changed(world: World) -> None:
+    with httpx.Client(base_url=world.api.url, headers={"Authorization": "Bearer key-ops"}, timeout=10) as c:
+        assert lost_or_changed(world.before, record_of(c), c) == []
