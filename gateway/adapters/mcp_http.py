@@ -43,9 +43,12 @@ from mcp_types import (
 )
 from mcp_types import methods as _methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry.propagate import inject
+from opentelemetry.trace import SpanKind, get_tracer
 
 from gateway.adapters.http11 import Answer, Http11Pool, Lost, Unsent
 
+_tracer = get_tracer("mcp-python-sdk")  # the SDK client's tracer name: one trace either path
 log = logging.getLogger("warrant.adapters.mcp")
 
 ACCEPT = "application/json, text/event-stream"  # what the SDK client sends
@@ -139,6 +142,15 @@ class LeanCaller:
         self._next_id += 1
         request_id = self._next_id
         params["_meta"] = {**(meta or {}), **self._envelope}
+        # The SDK client's span and W3C trace context in `_meta` (SEP-414): a no-op without tracing.
+        target = params.get("name")
+        span_name = f"MCP send {method}{f' {target}' if isinstance(target, str) else ''}"
+        attributes = {"mcp.method.name": method, "jsonrpc.request.id": str(request_id)}
+        with _tracer.start_as_current_span(span_name, kind=SpanKind.CLIENT, attributes=attributes):
+            inject(params["_meta"])
+            return await self._send(method, request_id, params, within)
+
+    async def _send(self, method: str, request_id: int, params: dict[str, Any], within: float) -> tuple[int, Answer]:
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         headers = [
             ("content-type", "application/json"),

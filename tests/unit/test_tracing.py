@@ -16,14 +16,17 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared import _otel as mcp_otel
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import ProxyTracer, SpanKind
 from opentelemetry.util._once import Once
 
 from gateway import tracing
+from gateway.adapters import mcp_http
+from gateway.adapters.base import OutcomeKind
 from tests.api.conftest import CONTRACT, make_app
 from tests.harness import TENANT, WAIT, World, code_of, uvicorn_serving
 
@@ -50,6 +53,11 @@ def exporter() -> Iterator[InMemorySpanExporter]:
         provider.shutdown()
         trace._TRACER_PROVIDER = None
         trace._TRACER_PROVIDER_SET_ONCE = Once()
+        # Tracers made at import (the MCP SDK client's, the lean path's) keep the real tracer once
+        # used: forget it, or later tests would still send a traceparent.
+        for made_at_import in (mcp_otel._tracer, mcp_http._tracer):
+            if isinstance(made_at_import, ProxyTracer):
+                made_at_import._real_tracer = None
     assert tracing.enabled() is not installed
 
 
@@ -165,3 +173,23 @@ def test_an_endpoint_without_the_sdk_installed_warns_and_leaves_traces_off() -> 
     missing = configure_in_a_fresh_process({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}, hide=exporter)
     assert (missing["installed"], missing["enabled"]) == (False, False)
     assert "WARNING:warrant.tracing" in missing["log"] and "warrant-gateway[otel]" in missing["log"]
+
+
+async def test_a_downstream_mcp_call_carries_the_trace_on_the_lean_path_as_through_the_sdk_client(
+    exporter: InMemorySpanExporter,
+) -> None:
+    from tests.adapters.test_mcp_adapter import request
+    from tests.adapters.test_mcp_lean_http import Recorder, adapter_for, serving
+
+    recorder = Recorder()
+    async with serving(recorder, stateless=True, json_response=True) as url:
+        async with adapter_for(url) as lean, adapter_for(url, lean_http=False) as sdk:
+            assert lean.lean and not sdk.lean
+            for adapter in (lean, sdk):
+                outcome = await adapter.call(request("echo", {"region": "eu"}, write=True, key="wk_traced"))
+                assert outcome.kind is OutcomeKind.SUCCEEDED
+    through_lean, through_sdk = recorder.calls
+    assert through_lean["meta"]["traceparent"].startswith("00-"), through_lean["meta"]
+    assert through_sdk["meta"]["traceparent"].startswith("00-"), through_sdk["meta"]
+    sent = [span for span in exporter.get_finished_spans() if span.name == "MCP send tools/call echo"]
+    assert len(sent) >= 2 and all(span.kind is SpanKind.CLIENT for span in sent)
