@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from gateway.clock import SystemClock
 from gateway.store.factory import open_store
-from tests.e2e.serving import ROOT, clean_environ, warrant_serve
+from tests.e2e.serving import ROOT, clean_environ, run_with_lease, warrant_serve
 from tests.harness import free_port
 from tests.integration.test_http_services import SECRETS, Service, adapter_copy
 
@@ -61,12 +61,7 @@ class Gateway:
     async def lease(self) -> tuple[str, str]:
         """A new run and its lease: (run_id, token)."""
         async with self.api() as api:
-            created = await api.post("/api/runs", json=CONTRACT)
-            assert created.status_code == 201, created.text
-            run_id: str = created.json()["run_id"]
-            grant = await api.post(f"/api/runs/{run_id}/lease", json={"worker": "agent"})
-            assert grant.status_code == 201, grant.text
-        return run_id, grant.json()["token"]
+            return await run_with_lease(api, CONTRACT)
 
     async def wait_admitted(self, run_id: str) -> str:
         """Until the run has a write admitted and not settled (bounded); its action id."""

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 from mcp import types
@@ -69,3 +70,14 @@ def code_of(result: types.CallToolResult) -> str | None:
     assert result.structured_content is not None, result
     code: str = result.structured_content["error"]["code"]
     return code
+
+
+async def run_with_lease(api: httpx.AsyncClient, contract: dict[str, Any], worker: str = "agent") -> tuple[str, str]:
+    """A new run made through `api` (an operator's client) and its first lease: (run_id, token)."""
+    created = await api.post("/api/runs", json=contract)
+    assert created.status_code == 201, created.text
+    run_id: str = created.json()["run_id"]
+    grant = await api.post(f"/api/runs/{run_id}/lease", json={"worker": worker})
+    assert grant.status_code == 201, grant.text
+    token: str = grant.json()["token"]
+    return run_id, token

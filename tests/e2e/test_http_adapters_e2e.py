@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.e2e.serving import clean_environ, warrant_serve
+from tests.e2e.serving import clean_environ, run_with_lease, warrant_serve
 from tests.e2e.test_mcp_end_to_end import code_of
 from tests.harness import free_port
 from tests.integration.test_http_services import SECRETS, Service, adapter_copy
@@ -42,12 +42,7 @@ class Gateway:
 
     async def lease(self) -> tuple[str, str]:
         async with self.api("op") as api:
-            created = await api.post("/api/runs", json=CONTRACT)
-            assert created.status_code == 201, created.text
-            run_id: str = created.json()["run_id"]
-            grant = await api.post(f"/api/runs/{run_id}/lease", json={"worker": "agent"})
-            assert grant.status_code == 201, grant.text
-        return run_id, grant.json()["token"]
+            return await run_with_lease(api, CONTRACT)
 
 
 @pytest.fixture
