@@ -59,12 +59,10 @@ async def last_verified(gateway: Gateway, run_id: str) -> dict[str, Any] | None:
 async def alerts_by_run(gateway: Gateway, tenant: str) -> dict[str, list[dict[str, Any]]]:
     """The tenant's open alerts per run: the conditions the watchdog alerts on that hold now (it raises
     each episode once; these stay shown until the condition ends)."""
-    state = await gateway.store.watch_state()
+    state = await gateway.store.watch_state(tenant=tenant)
     policy = gateway.watchdog.policy if gateway.watchdog is not None else WatchPolicy()
-    runs = [r for r in state.runs if r.tenant == tenant]
-    unknown = [a for a in state.unknown if a.tenant == tenant]
     found: dict[str, list[dict[str, Any]]] = {}
-    for alert in open_alerts(runs, unknown, gateway.clock.now(), policy):
+    for alert in open_alerts(state.runs, state.unknown, gateway.clock.now(), policy):
         found.setdefault(alert.run_id, []).append({"kind": alert.kind, "data": alert.data})
     return found
 

@@ -544,9 +544,10 @@ class Store(abc.ABC):
         lazy path does (each run in its own transaction, `on_expiry` applied)."""
 
     @abc.abstractmethod
-    async def watch_state(self, *, limit: int = 5000) -> WatchState:
+    async def watch_state(self, *, limit: int = 5000, tenant: str | None = None) -> WatchState:
         """Live runs (running, waiting, paused) with their pending approvals, and `unknown` actions
-        of any run, terminal ones included; at most `limit` of each, oldest first."""
+        of any run, terminal ones included; at most `limit` of each, oldest first; only `tenant`'s
+        when one is named (the console), every tenant's otherwise (the watchdog)."""
 
     @abc.abstractmethod
     async def raise_alerts(self, alerts: Sequence[AlertDraft], *, max_attempts: int) -> list[RaisedAlert]:

@@ -91,17 +91,20 @@ class WatchOps(SQLiteBase):
             ).fetchall()
             sweep.approvals_expired.extend(r[0] for r in expired if r[0] in open_before)
 
-    async def watch_state(self, *, limit: int = 5000) -> WatchState:
+    async def watch_state(self, *, limit: int = 5000, tenant: str | None = None) -> WatchState:
+        only, only_args = (" AND tenant = ?", (tenant,)) if tenant is not None else ("", ())
+
         def read(conn: Conn) -> WatchState:
             now = self._clock.now()
             rows = conn.execute(
-                f"SELECT * FROM runs WHERE {_LIVE} ORDER BY seq LIMIT ?",
-                (limit,),
+                f"SELECT * FROM runs WHERE {_LIVE}{only} ORDER BY seq LIMIT ?",
+                (*only_args, limit),
             ).fetchall()
             pending: dict[str, list[PendingApproval]] = {}
             for a in conn.execute(
                 f"SELECT approval_id, run_id, tool, created_at, decide_by FROM approvals "
-                f"WHERE {_OPEN} AND status = 'pending' ORDER BY seq"
+                f"WHERE {_OPEN} AND status = 'pending'{only} ORDER BY seq",
+                only_args,
             ):
                 pending.setdefault(a["run_id"], []).append(
                     PendingApproval(a["approval_id"], a["tool"], a["created_at"], a["decide_by"])
@@ -110,9 +113,9 @@ class WatchOps(SQLiteBase):
             unknown = [
                 UnknownAction(a["action_id"], a["run_id"], a["tenant"], a["tool"], a["created_at"])
                 for a in conn.execute(
-                    "SELECT action_id, run_id, tenant, tool, created_at FROM actions WHERE status = 'unknown' "
+                    f"SELECT action_id, run_id, tenant, tool, created_at FROM actions WHERE status = 'unknown'{only} "
                     "ORDER BY run_id, seq LIMIT ?",
-                    (limit,),
+                    (*only_args, limit),
                 )
             ]
             return WatchState(runs, unknown)

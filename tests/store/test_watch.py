@@ -11,7 +11,7 @@ from gateway.domain.contract import parse_contract
 from gateway.domain.lifecycle import RunStatus
 from gateway.domain.watch import Alert, run_alerts
 from gateway.store.base import AlertDraft
-from gateway.store.records import ApprovalStatus
+from gateway.store.records import ApprovalStatus, Principal
 from tests.harness import OPS, TENANT, World, code_of, contract
 
 pytestmark = pytest.mark.anyio
@@ -169,6 +169,21 @@ async def test_the_watch_state_lists_unknown_actions_of_terminal_runs_too(world:
     state = await world.store.watch_state()
     assert [a.run_id for a in state.unknown] == [run.run_id]
     assert run.run_id not in {r.run_id for r in state.runs}
+
+
+async def test_the_watch_state_of_one_tenant_holds_only_its_runs_and_unknown_actions(world: World) -> None:
+    run = await world.new_run()
+    world.tools.modes["write"] = "crash"
+    assert code_of(await world.call(run.token, "t__write", {"text": "a"})) == "outcome_unknown"
+    other = Principal("globex-ops", "globex", frozenset({"operator"}))
+    theirs = await world.store.create_run(other, parse_contract(contract()))
+    everyone = await world.store.watch_state()
+    assert {run.run_id, theirs.run_id} <= {r.run_id for r in everyone.runs}
+    mine = await world.store.watch_state(tenant=TENANT)
+    assert {r.run_id for r in mine.runs} == {run.run_id} and [a.run_id for a in mine.unknown] == [run.run_id]
+    assert {r.tenant for r in mine.runs} == {TENANT}
+    globex = await world.store.watch_state(tenant="globex")
+    assert [r.run_id for r in globex.runs] == [theirs.run_id] and globex.unknown == []
 
 
 async def test_the_watch_state_reads_progress_expectation_from_the_contract(world: World) -> None:
