@@ -18,7 +18,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gateway import failpoints, tracing
@@ -278,9 +278,7 @@ class Gate:
             if isinstance(decided, CallResult):
                 return decided
             approval_id = decided
-            facts = CallFacts(
-                epoch=info.epoch, is_write=spec.is_write, approved=True, reservation=facts.reservation, limits=limits
-            )
+            facts = replace(facts, approved=True)
 
         intent = Intent(
             run_id=run.run_id,
