@@ -15,21 +15,19 @@ import contextlib
 import os
 import re
 import shutil
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
-import httpx2
 import mcp.types as types
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from playwright.async_api import Page
 
-from tests.e2e.serving import ROOT, clean_environ, code_of, warrant_serve
+from tests.e2e.serving import ROOT, clean_environ, code_of, mcp_agent, warrant_serve
 from tests.harness import free_port
 
 WAIT = 20.0  # seconds: the bound on every process start, API call and tool call
@@ -117,14 +115,9 @@ class Served:
         view: dict[str, Any] = shown.json()
         return view
 
-    @contextlib.asynccontextmanager
-    async def agent(self, token: str) -> AsyncIterator[Client]:
+    def agent(self, token: str) -> contextlib.AbstractAsyncContextManager[Client]:
         """The official MCP SDK client over streamable HTTP, holding the run's lease token."""
-        async with (
-            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=WAIT) as http,
-            Client(streamable_http_client(f"{self.url}/mcp", http_client=http), cache=None) as client,
-        ):
-            yield client
+        return mcp_agent(self.url, token, WAIT)
 
     async def call(self, token: str, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """One tool call as the agent, bounded by WAIT."""

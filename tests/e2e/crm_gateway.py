@@ -9,16 +9,12 @@ import re
 import sqlite3
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
-import httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from gateway.clock import SystemClock
 from gateway.store.factory import open_store
@@ -113,16 +109,6 @@ def gateway(folder: Path, crm: Service, *, grace: float = 20.0, db: str = "w.db"
         f"shutdown_grace: {grace}\n"
     )
     return Gateway(folder, f"http://127.0.0.1:{port}", config, folder / db)
-
-
-@contextlib.asynccontextmanager
-async def agent(url: str, token: str) -> AsyncIterator[Client]:
-    """The official MCP SDK client over streamable HTTP, holding the lease token."""
-    async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=WAIT) as http,
-        Client(streamable_http_client(f"{url}/mcp", http_client=http), cache=None) as client,
-    ):
-        yield client
 
 
 async def exited(proc: subprocess.Popen[bytes], within: float) -> int:

@@ -8,12 +8,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-from mcp import types
+import httpx2
+from mcp import Client, types
+from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parents[2]
 STOP_WAIT = 20.0  # seconds a stopping gateway gets before it is killed
@@ -81,3 +83,13 @@ async def run_with_lease(api: httpx.AsyncClient, contract: dict[str, Any], worke
     assert grant.status_code == 201, grant.text
     token: str = grant.json()["token"]
     return run_id, token
+
+
+@contextlib.asynccontextmanager
+async def mcp_agent(url: str, token: str, wait: float = 20.0) -> AsyncIterator[Client]:
+    """The official MCP SDK client over streamable HTTP to the gateway at `url`, holding the lease token."""
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=wait) as http,
+        Client(streamable_http_client(f"{url}/mcp", http_client=http), cache=None) as client,
+    ):
+        yield client

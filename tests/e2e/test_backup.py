@@ -24,8 +24,8 @@ from gateway.domain.contract import parse_contract
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.gate import Gate
 from gateway.store.postgres import PostgresStore
-from tests.e2e.crm_gateway import LEDGER_KEY, WAIT, Gateway, agent, gateway
-from tests.e2e.serving import code_of
+from tests.e2e.crm_gateway import LEDGER_KEY, WAIT, Gateway, gateway
+from tests.e2e.serving import code_of, mcp_agent
 from tests.harness import CONTRACT, OPS, TENANT, Tools
 from tests.harness_postgres import fresh_database
 from tests.integration.test_http_services import Service
@@ -51,7 +51,7 @@ async def test_a_backup_under_traffic_restores_into_a_fresh_store_that_verifies_
         _, other = await live.lease()
         await crm.fault(method="POST", path="/contacts", mode="delay", delay=60)
         with anyio.fail_after(WAIT * 2):
-            async with agent(live.url, token) as client, agent(live.url, other) as busy:
+            async with mcp_agent(live.url, token) as client, mcp_agent(live.url, other) as busy:
                 async with anyio.create_task_group() as group:
                     group.start_soon(client.call_tool, "crm__create_contact", HELD)
                     held = await live.wait_admitted(run_id)
@@ -87,7 +87,7 @@ async def test_a_backup_under_traffic_restores_into_a_fresh_store_that_verifies_
             run = (await api.get(f"/api/runs/{run_id}")).json()
             assert run["status"] == "paused" and run["status_reason"].startswith("restored from backup "), run
             with anyio.fail_after(WAIT):
-                async with agent(fresh.url, token) as client:
+                async with mcp_agent(fresh.url, token) as client:
                     refused = await client.call_tool("crm__search_contacts", {"q": "prospect"})
                     assert code_of(refused) == "run_paused"
                     resumed = await api.post(f"/api/runs/{run_id}/resume", json={"reason": "reconciled"})

@@ -14,20 +14,18 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
-import httpx2
 import mcp.types as types
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
-from tests.e2e.serving import ROOT, clean_environ, warrant_serve
+from tests.e2e.serving import ROOT, clean_environ, mcp_agent, warrant_serve
 from tests.e2e.test_mcp_end_to_end import code_of
 from tests.harness import free_port
 
@@ -93,14 +91,9 @@ class Served:
     def api(self, key: str) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.url, headers={"Authorization": f"Bearer key-{key}"}, timeout=WAIT)
 
-    @contextlib.asynccontextmanager
-    async def agent(self, token: str) -> AsyncIterator[Client]:
+    def agent(self, token: str) -> contextlib.AbstractAsyncContextManager[Client]:
         """The official SDK client over streamable HTTP, holding the run's lease token."""
-        async with (
-            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=WAIT) as http,
-            Client(streamable_http_client(f"{self.url}/mcp", http_client=http), cache=None) as client,
-        ):
-            yield client
+        return mcp_agent(self.url, token, WAIT)
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,8 @@ import pytest
 from mcp import Client, types
 
 from gateway.shutdown import CLOSE_WAIT_S, FORCED_EXIT, SHUT_DOWN_REASON
-from tests.e2e.crm_gateway import WAIT, Gateway, agent, exited, gateway
-from tests.e2e.serving import code_of
+from tests.e2e.crm_gateway import WAIT, Gateway, exited, gateway
+from tests.e2e.serving import code_of, mcp_agent
 from tests.integration.test_http_services import Service
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -50,7 +50,7 @@ async def slow_write_then(
     run_id, token = await gw.lease()
     results: list[types.CallToolResult] = []
     with anyio.fail_after(WAIT):
-        async with agent(gw.url, token) as client, anyio.create_task_group() as group:
+        async with mcp_agent(gw.url, token) as client, anyio.create_task_group() as group:
 
             async def write() -> None:
                 results.append(await client.call_tool("crm__create_contact", CONTACT))
@@ -116,7 +116,7 @@ async def test_a_second_ctrl_c_while_draining_exits_at_once_and_the_write_is_not
         await crm.fault(method="POST", path="/contacts", mode="delay", delay=10)
         run_id, token = await gw.lease()
         with anyio.fail_after(WAIT):
-            async with agent(gw.url, token) as client, anyio.create_task_group() as group:
+            async with mcp_agent(gw.url, token) as client, anyio.create_task_group() as group:
 
                 async def write() -> None:
                     with pytest.raises(Exception):  # noqa: B017 - the connection goes with the process
