@@ -14,6 +14,8 @@ from typing import Any
 import rfc8785
 
 _MAX_EXACT_INT = 2**53 - 1  # RFC 8785 numbers are IEEE doubles
+# One encoder for the fast path: `json.dumps` with arguments builds a new one on every call.
+_PLAIN = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _plain(value: Any) -> bool:
@@ -54,7 +56,7 @@ def canonical_json(value: Any) -> bytes:
     """
     if _plain(value):
         try:
-            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+            return _PLAIN.encode(value).encode("utf-8")
         except UnicodeEncodeError as exc:
             raise ValueError(f"not canonical JSON: {exc.reason}") from exc
     try:

@@ -492,7 +492,10 @@ class Gate:
         )
         try:
             call = tracing.downstream(spec.name, spec.adapter.name, action, spec.adapter.call(request))
-            outcome = cap_result(await asyncio.wait_for(call, timeout=spec.timeout), self.limits.max_tool_result)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for runs the call in a task of its own.
+            async with asyncio.timeout(spec.timeout):
+                answered = await call
+            outcome = cap_result(answered, self.limits.max_tool_result)
         except TimeoutError:
             outcome = _uncertain(spec, "upstream_unavailable", f"no answer within {spec.timeout:g} s")
         except asyncio.CancelledError:

@@ -61,6 +61,7 @@ class Metrics:
             buckets=ADMIT_BUCKETS,
             registry=self.registry,
         )
+        self._call_children: dict[tuple[str, str], Counter] = {}
         self._alerts = Counter("warrant_alerts", "Watchdog alerts raised, by kind", ("kind",), registry=self.registry)
 
     def observe_alert(self, kind: str) -> None:
@@ -68,7 +69,14 @@ class Metrics:
 
     def observe_call(self, tool: str, outcome: str, code: str | None = None) -> None:
         """One call's outcome; a `refused` one is also counted by its code."""
-        self._calls.labels(tool if self._known(tool) else OTHER_TOOL, outcome).inc()
+        # The labelled child, looked up once per (tool, outcome): `labels()` takes a lock and builds
+        # a tuple on every call. Bounded: unknown tools are counted as `other`.
+        child = self._call_children.get((tool, outcome))
+        if child is None:
+            child = self._calls.labels(tool if self._known(tool) else OTHER_TOOL, outcome)
+            if self._known(tool):
+                self._call_children[(tool, outcome)] = child
+        child.inc()
         if outcome == "refused":
             self._refusals.labels(code or "unknown").inc()
 

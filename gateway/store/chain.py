@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,8 @@ from gateway.canonical import canonical_json, sha256_hex
 from gateway.clock import isoformat
 
 GENESIS = "0" * 64
+_HEX = re.compile(r"[0-9a-f]{64}")
+_STRING = json.JSONEncoder(ensure_ascii=False)  # a str's RFC 8785 form (as canonical_json writes it)
 ENTRY_VERSION = 1
 
 
@@ -33,7 +36,15 @@ def entry_hash(prev_hash: str, body: str) -> str:
 
 def head_mac(key: bytes, run_id: str, seq: int, head_hash: str) -> str:
     # hmac.digest: OpenSSL's one-shot HMAC, the same bytes as hmac.new(...) without its Python object.
-    return hmac.digest(key, canonical_json(["warrant-head-v1", run_id, seq, head_hash]), "sha256").hex()
+    return hmac.digest(key, head_message(run_id, seq, head_hash), "sha256").hex()
+
+
+def head_message(run_id: str, seq: int, head_hash: str) -> bytes:
+    """`canonical_json(["warrant-head-v1", run_id, seq, head_hash])`, written out: the head moves
+    with every entry, and its parts' types are fixed (tests/store/test_chain.py checks the bytes)."""
+    if type(seq) is not int or not _HEX.fullmatch(head_hash):
+        return canonical_json(["warrant-head-v1", run_id, seq, head_hash])
+    return f'["warrant-head-v1",{_STRING.encode(run_id)},{seq},"{head_hash}"]'.encode()
 
 
 @dataclass(frozen=True)

@@ -112,3 +112,40 @@ def test_process_ids_differ_for_stores_opened_at_once() -> None:
 
     ids = {default_process_id() for _ in range(1000)}
     assert len(ids) == 1000  # not derived from the clock: one process opening two stores tells them apart
+
+
+async def test_version_12_moves_an_existing_ledger_into_its_key_ordered_table_and_it_still_verifies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "warrant.db"
+    clock = ManualClock()
+    # A file written by a gateway of version 11, with a ledger in it.
+    monkeypatch.setattr("gateway.store.sqlite_db._migrations", lambda: [m for m in _migrations() if m[0] <= 11])
+    old = SQLiteStore(str(path), clock=clock, ledger_key=LEDGER_KEY)
+    await old.open()
+    runs = [await old.create_run(OPS, parse_contract(contract())) for _ in range(3)]
+    for run in runs:
+        await old.acquire_lease(OPS, run.run_id, "worker-1", takeover=False)
+    await old.close()
+    before = _sql(path, "SELECT run_id, seq, type, at, body, prev_hash, hash FROM events ORDER BY run_id, seq")
+    assert len(before) >= 6
+    monkeypatch.undo()
+
+    store = SQLiteStore(str(path), clock=clock, ledger_key=LEDGER_KEY)
+    await store.open()
+    try:
+        report = await store.verify_ledger()
+        assert report.ok, report
+        await store.acquire_lease(OPS, runs[0].run_id, "worker-2", takeover=True)  # the chain goes on
+        assert (await store.verify_ledger()).ok
+    finally:
+        await store.close()
+    after = _sql(path, "SELECT run_id, seq, type, at, body, prev_hash, hash FROM events ORDER BY run_id, seq")
+    assert set(before) <= set(after)  # every entry as it was, byte for byte
+    assert len(after) > len(before)
+    (table,) = _sql(path, "SELECT sql FROM sqlite_master WHERE name = 'events'")
+    assert "WITHOUT ROWID" in str(table[0])
+    indexes = {
+        name for (name,) in _sql(path, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'actions'")
+    }
+    assert "actions_open" not in indexes and {"actions_in_flight", "actions_unpurged"} <= indexes
