@@ -522,12 +522,12 @@ class Gate:
         failpoints.hit("before_settle", spec.name)
         self.metrics.observe_call(spec.name, outcome.kind.value)
         if spec.is_write:
-            settled = await self.store.settle(action.action_id, settlement)
+            settled = await self.store.settle(action.action_id, settlement, admitted=action)
             assert settled.run is not None
             remaining = budget_remaining(settled.run, self.clock.now())
         else:
             # A read's outcome replays nothing: answer now, commit with the store's next batch.
-            self.store.settle_soon(action.action_id, settlement)
+            self.store.settle_soon(action.action_id, settlement, admitted=action)
             remaining = _wire(admitted.remaining, admitted.currency)
         meta: dict[str, Any] = {META_ACTION_ID: action.action_id, META_REPLAYED: False, META_BUDGET: remaining}
         if outcome.kind is OutcomeKind.SUCCEEDED and outcome.withheld is None:

@@ -253,19 +253,23 @@ class Store(abc.ABC):
     ) -> str:
         """Record a call refused before step 6 (authority, arguments, approvals); returns its action id."""
 
-    def settle_soon(self, action_id: str, settlement: Settlement) -> None:
+    def settle_soon(self, action_id: str, settlement: Settlement, *, admitted: ActionRecord | None = None) -> None:
         """Settle without waiting for the commit (reads: no replay depends on their outcome).
 
         The store commits it with its next batch and finishes it before `close` returns.
         """
-        task = asyncio.get_running_loop().create_task(self.settle(action_id, settlement))
+        task = asyncio.get_running_loop().create_task(self.settle(action_id, settlement, admitted=admitted))
         task.add_done_callback(log_if_failed(action_id))
 
     @abc.abstractmethod
-    async def settle(self, action_id: str, settlement: Settlement) -> SettleResult:
+    async def settle(
+        self, action_id: str, settlement: Settlement, *, admitted: ActionRecord | None = None
+    ) -> SettleResult:
         """Gate step 8 and reconciliation: record the outcome, release or spend the reservation.
 
         Needs no lease. `admitted` → any outcome; `unknown` → succeeded / failed only.
+        `admitted`: the action as `admit` returned it, when the caller holds it (the gate): the
+        store need not read it back. Only a hint: an action no longer admitted is read as usual.
         Raises: NotFound; Conflict `invalid_transition`.
         """
 

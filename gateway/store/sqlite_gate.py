@@ -41,6 +41,9 @@ _SETTLE_ADMITTED = (
     f"UPDATE actions SET {_OUTCOME} WHERE action_id = ? AND status = 'admitted' RETURNING {ACTION_COLUMNS}"
 )
 _SETTLE_ANY = f"UPDATE actions SET {_OUTCOME} WHERE action_id = ?"
+# The same, for a caller that holds the admitted action already: no RETURNING (which costs SQLite
+# an ephemeral table, about twice the update itself), the row count says whether it was admitted.
+_SETTLE_KNOWN = f"UPDATE actions SET {_OUTCOME} WHERE action_id = ? AND status = 'admitted'"
 _SETTLE_RUN = "SELECT status, currency, head_seq, head_hash FROM runs WHERE run_id = ?"
 _RELEASE = (
     "spend_reserved = spend_reserved - ?, tool_calls_reserved = tool_calls_reserved - ?, "
@@ -239,13 +242,18 @@ class GateOps(LimitOps):
 
         return await self._db.transaction(tx, durable=False)
 
-    async def settle(self, action_id: str, settlement: Settlement) -> SettleResult:
+    async def settle(
+        self, action_id: str, settlement: Settlement, *, admitted: ActionRecord | None = None
+    ) -> SettleResult:
         # A write's outcome is durable before the caller hears of it; a read's need not wait on a disk.
-        return await self._db.transaction(self._settle_tx(action_id, settlement), durable=settlement.durable)
+        tx = self._settle_tx(action_id, settlement, admitted=admitted)
+        return await self._db.transaction(tx, durable=settlement.durable)
 
-    def settle_soon(self, action_id: str, settlement: Settlement) -> None:
+    def settle_soon(self, action_id: str, settlement: Settlement, *, admitted: ActionRecord | None = None) -> None:
         future = self._db.submit(
-            self._settle_tx(action_id, settlement, want_run=False), durable=settlement.durable, lazy=True
+            self._settle_tx(action_id, settlement, want_run=False, admitted=admitted),
+            durable=settlement.durable,
+            lazy=True,
         )
         future.add_done_callback(log_if_failed(action_id))
         self._settling_soon(action_id, future)
@@ -255,7 +263,7 @@ class GateOps(LimitOps):
         the next batch, before any later transaction of this process)."""
 
     def _settle_tx(
-        self, action_id: str, settlement: Settlement, *, want_run: bool = True
+        self, action_id: str, settlement: Settlement, *, want_run: bool = True, admitted: ActionRecord | None = None
     ) -> Callable[[Conn], SettleResult]:
         target = ActionStatus(settlement.kind.value)
         code = settlement.code
@@ -276,10 +284,26 @@ class GateOps(LimitOps):
             outcome = (target.value, code, settlement.reason, receipt, actual, result_sha, now, action_id)
             # The usual case in one statement: an admitted action takes its outcome. Anything else
             # (unknown -> reconciled, a missing action, a transition the lifecycle refuses) reads first.
-            row = conn.execute(_SETTLE_ADMITTED, outcome).fetchone()
-            if row is not None:
+            updated: ActionRecord | None = None
+            if admitted is not None:
+                # The gate holds the action as admitted; only its outcome columns change.
+                if conn.execute(_SETTLE_KNOWN, outcome).rowcount == 1:
+                    updated = replace(
+                        admitted,
+                        status=target,
+                        code=code,
+                        reason=settlement.reason,
+                        receipt=json.loads(receipt) if receipt else None,
+                        actual_spend=actual,
+                        result_sha256=result_sha,
+                        settled_at=now,
+                    )
+            else:
+                row = conn.execute(_SETTLE_ADMITTED, outcome).fetchone()
+                if row is not None:
+                    updated = action_from_tuple(row)
+            if updated is not None:
                 previous = ActionStatus.ADMITTED
-                updated = action_from_tuple(row)
             else:
                 row = conn.execute(f"SELECT {ACTION_COLUMNS} FROM actions WHERE action_id = ?", (action_id,)).fetchone()
                 if row is None:
