@@ -282,22 +282,26 @@ class GateOps(LimitOps):
             if settlement.kind is SettleKind.SUCCEEDED and settlement.result is not None:
                 result_sha = put_blob(conn, settlement.result, now)
             outcome = (target.value, code, settlement.reason, receipt, actual, result_sha, now, action_id)
+
+            def settled(action: ActionRecord) -> ActionRecord:
+                return replace(
+                    action,
+                    status=target,
+                    code=code,
+                    reason=settlement.reason,
+                    receipt=json.loads(receipt) if receipt else None,
+                    actual_spend=actual,
+                    result_sha256=result_sha,
+                    settled_at=now,
+                )
+
             # The usual case in one statement: an admitted action takes its outcome. Anything else
             # (unknown -> reconciled, a missing action, a transition the lifecycle refuses) reads first.
             updated: ActionRecord | None = None
             if admitted is not None:
                 # The gate holds the action as admitted; only its outcome columns change.
                 if conn.execute(_SETTLE_KNOWN, outcome).rowcount == 1:
-                    updated = replace(
-                        admitted,
-                        status=target,
-                        code=code,
-                        reason=settlement.reason,
-                        receipt=json.loads(receipt) if receipt else None,
-                        actual_spend=actual,
-                        result_sha256=result_sha,
-                        settled_at=now,
-                    )
+                    updated = settled(admitted)
             else:
                 row = conn.execute(_SETTLE_ADMITTED, outcome).fetchone()
                 if row is not None:
@@ -312,16 +316,7 @@ class GateOps(LimitOps):
                 lifecycle.check_action_transition(action.status, target)
                 conn.execute(_SETTLE_ANY, outcome)
                 previous = action.status
-                updated = replace(
-                    action,
-                    status=target,
-                    code=code,
-                    reason=settlement.reason,
-                    receipt=json.loads(receipt) if receipt else None,
-                    actual_spend=actual,
-                    result_sha256=result_sha,
-                    settled_at=now,
-                )
+                updated = settled(action)
             run_id = updated.run_id
             status, currency, head_seq, head_hash = conn.execute(_SETTLE_RUN, (run_id,)).fetchone()
             held = updated.reserved
