@@ -18,20 +18,16 @@ import argparse
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gateway.backup import (
-    Check,
-    backup_sqlite,
-    check_backup_file,
-    check_store,
-    postgres_guidance,
-    restore_postgres,
-    restore_sqlite,
-)
 from gateway.config import database_of, find_config, ledger_key_env_of
 from gateway.errors import ConfigError
-from gateway.store.postgres_db import is_postgres_url
+
+if TYPE_CHECKING:
+    from gateway.backup import Check
+
+# gateway.backup (the stores, psycopg) is imported by the two commands that use it: every other
+# `warrant` command would pay about half a second for it at start-up.
 
 
 def add_commands(sub: Any) -> None:
@@ -72,6 +68,9 @@ def _report(check: Check) -> int:
 
 
 def _backup(args: argparse.Namespace) -> int:
+    from gateway.backup import backup_sqlite, check_backup_file, check_store, postgres_guidance
+    from gateway.store.postgres_db import is_postgres_url
+
     url, key = _url_and_key(args)
     if args.check:
         if args.out:  # a backup file (on a copy), whatever the configuration's database is
@@ -86,6 +85,9 @@ def _backup(args: argparse.Namespace) -> int:
 
 
 def _restore(args: argparse.Namespace) -> int:
+    from gateway.backup import restore_postgres, restore_sqlite
+    from gateway.store.postgres_db import is_postgres_url
+
     if not (args.database or args.config):
         raise ConfigError("name the store to restore into: --database URL (or --config F)")
     url, key = _url_and_key(args)
