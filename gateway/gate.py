@@ -184,13 +184,18 @@ class Gate:
         Raises:
             Unauthenticated: missing or unknown token (the only case answered without a result).
         """
+        if not tracing.enabled():  # no span to open: skip even the context manager (the hot path)
+            return self._counted(tool, await self._call_entry(token, tool, arguments, meta))
         with tracing.decision(tool) as span:
             result = await self._call_entry(token, tool, arguments, meta)
             tracing.decided(span, result.meta.get(META_ACTION_ID), result.code)
-            if META_BUDGET not in result.meta:  # not dispatched: a dispatched call counts as it settles
-                outcome = "replayed" if result.meta.get(META_REPLAYED) else "refused"
-                self.metrics.observe_call(tool, outcome, result.code)
-            return result
+            return self._counted(tool, result)
+
+    def _counted(self, tool: str, result: CallResult) -> CallResult:
+        if META_BUDGET not in result.meta:  # not dispatched: a dispatched call counts as it settles
+            outcome = "replayed" if result.meta.get(META_REPLAYED) else "refused"
+            self.metrics.observe_call(tool, outcome, result.code)
+        return result
 
     async def _call_entry(
         self, token: str | None, tool: str, arguments: Any, meta: Mapping[str, Any] | None
@@ -491,7 +496,9 @@ class Gate:
             write=spec.is_write,
         )
         try:
-            call = tracing.downstream(spec.name, spec.adapter.name, action, spec.adapter.call(request))
+            call = spec.adapter.call(request)
+            if tracing.enabled():
+                call = tracing.downstream(spec.name, spec.adapter.name, action, call)
             # asyncio.timeout, not wait_for: on 3.11 wait_for runs the call in a task of its own.
             async with asyncio.timeout(spec.timeout):
                 answered = await call

@@ -33,11 +33,12 @@ log = logging.getLogger("warrant.tracing")
 # A proxy until a provider is installed, then that provider's tracer: the API's own idiom.
 _tracer = trace.get_tracer("warrant", __version__)
 _request_span: ContextVar[Span | None] = ContextVar("warrant_mcp_request_span", default=None)
+_NOT_INSTALLED = (ProxyTracerProvider, NoOpTracerProvider)  # a tuple: isinstance is faster than with a union
 
 
 def enabled() -> bool:
     """Whether an SDK (or another real provider) is installed."""
-    return not isinstance(trace.get_tracer_provider(), ProxyTracerProvider | NoOpTracerProvider)
+    return not isinstance(trace.get_tracer_provider(), _NOT_INSTALLED)
 
 
 def configure(env: Mapping[str, str]) -> bool:
