@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from gateway.domain.admission import CallFacts, Reservation
+from gateway.domain.lifecycle import ActionStatus
+from gateway.errors import Conflict
 from gateway.store.base import Admitted, Stale
-from gateway.store.records import Intent
+from gateway.store.records import Intent, SettleKind, Settlement
 from tests.harness import World
 
 pytestmark = pytest.mark.anyio
@@ -41,3 +43,24 @@ async def test_an_admit_decided_under_another_spec_version_is_stale_and_writes_n
 
     admitted = await world.store.admit(intent(run.run_id, record.epoch, record.spec_version), facts)
     assert isinstance(admitted, Admitted)
+
+
+async def test_a_settle_given_the_admitted_action_still_settles_it_once(world: World) -> None:
+    # The gate hands `settle` the action as admitted, so the store need not read it back; that hint
+    # must not let a second settle pass as the first: the row's status decides, in the transaction.
+    run = await world.new_run()
+    record = await world.run(run.run_id)
+    admitted = await world.store.admit(
+        intent(run.run_id, record.epoch, record.spec_version), CallFacts(epoch=record.epoch, is_write=False)
+    )
+    assert isinstance(admitted, Admitted)
+    done = Settlement(kind=SettleKind.SUCCEEDED, durable=False)
+    first = await world.store.settle(admitted.action.action_id, done, admitted=admitted.action)
+    assert first.action.status is ActionStatus.SUCCEEDED and first.run is not None
+    assert (first.run.reserved["tool_calls"], first.run.spent["tool_calls"]) == (0, 1)
+    with pytest.raises(Conflict) as twice:
+        await world.store.settle(admitted.action.action_id, done, admitted=admitted.action)
+    assert twice.value.code == "invalid_transition"
+    after = await world.run(run.run_id)
+    assert (after.reserved["tool_calls"], after.spent["tool_calls"]) == (0, 1)  # released and spent once
+    assert (await world.store.verify_ledger()).ok
