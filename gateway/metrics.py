@@ -73,8 +73,9 @@ class Metrics:
         # a tuple on every call. Bounded: unknown tools are counted as `other`.
         child = self._call_children.get((tool, outcome))
         if child is None:
-            child = self._calls.labels(tool if self._known(tool) else OTHER_TOOL, outcome)
-            if self._known(tool):
+            known = self._known(tool)
+            child = self._calls.labels(tool if known else OTHER_TOOL, outcome)
+            if known:
                 self._call_children[(tool, outcome)] = child
         child.inc()
         if outcome == "refused":

@@ -41,7 +41,7 @@ def head_mac(key: bytes, run_id: str, seq: int, head_hash: str) -> str:
 
 def head_message(run_id: str, seq: int, head_hash: str) -> bytes:
     """`canonical_json(["warrant-head-v1", run_id, seq, head_hash])`, written out: the head moves
-    with every entry, and its parts' types are fixed (tests/store/test_chain.py checks the bytes)."""
+    with every entry, and its parts' types are fixed (tests/unit/test_chain.py checks the bytes)."""
     if type(seq) is not int or not _HEX.fullmatch(head_hash):
         return canonical_json(["warrant-head-v1", run_id, seq, head_hash])
     return f'["warrant-head-v1",{_STRING.encode(run_id)},{seq},"{head_hash}"]'.encode()
