@@ -32,9 +32,6 @@ async def _reads(count: int, tree: Path) -> None:
     sys.path.insert(0, str(tree / "bench"))
     import gate as bench  # the tree's bench/gate.py, which puts the tree's gateway first on sys.path
 
-    from gateway.store import sqlite_db
-
-    sqlite_db.LAZY_DELAY = 5.0
     with tempfile.TemporaryDirectory() as folder:
         store, gateway, token = await bench.setup(os.path.join(folder, "warrant.db"))
         try:

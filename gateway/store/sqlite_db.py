@@ -36,7 +36,6 @@ T = TypeVar("T")
 log = logging.getLogger("warrant.store")
 
 BUSY_TIMEOUT_S = 30.0
-LAZY_DELAY = 0.005  # seconds a lazy transaction may wait for a batch to join
 LOOP_BATCH_MAX = 64  # the most transactions a batch run on the event loop's thread may hold
 # Prepared statements kept per connection (Python's default is 128). The store has about 110
 # statements and the audit query one per combination of filters; a hot statement pushed out of
@@ -70,7 +69,7 @@ class Database:
         self._flusher: asyncio.Task[None] | None = None
         self._last: asyncio.Future[Any] | None = None  # the newest queued transaction
         self._checkpointer: Checkpointer | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._soon: asyncio.Handle | None = None  # the flush of lazy transactions, once the loop is free
         self._on_thread = 0  # calls handed to the database thread and not yet returned
         self._busy_ms: int | None = None  # the connection's busy timeout, as last set
 
@@ -95,9 +94,9 @@ class Database:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
 
     async def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        if self._soon is not None:
+            self._soon.cancel()
+            self._soon = None
         self._kick()
         if self._flusher is not None and not self._flusher.done():
             await asyncio.shield(self._flusher)  # queued transactions (read settles) commit first
@@ -216,9 +215,11 @@ class Database:
     def submit(self, fn: Callable[[sqlite3.Connection], T], *, durable: bool, lazy: bool = False) -> asyncio.Future[T]:
         """Queue `fn` for the next batch; the future resolves after its batch commits.
 
-        `lazy`: nobody waits for it (a read's settle), so it may wait up to `LAZY_DELAY` for
-        company: it rides in the batch of the next transaction somebody does wait for, one commit
-        for both.
+        `lazy`: nobody waits for it (a read's settle). It commits once the task that queued it
+        yields to the event loop, in one batch with whatever was queued by then: in process, when
+        calls follow back to back, the next call's admit; when served, the caller's answer is
+        written first (the fast path does not yield between the settle and the write), so the
+        settle commits while the loop waits for the next request instead of in front of its admit.
         """
         if self._conn is None:
             raise StoreError("the store is not open")
@@ -228,18 +229,16 @@ class Database:
         self._last = future
         if not lazy:
             self._kick()
-        elif self._timer is None and (self._flusher is None or self._flusher.done()):
-            self._timer = loop.call_later(LAZY_DELAY, self._lazy_due)
+        elif self._soon is None and (self._flusher is None or self._flusher.done()):
+            self._soon = loop.call_soon(self._lazy_due)
         return future
 
     def _lazy_due(self) -> None:
-        self._timer = None
+        self._soon = None
         self._kick()
 
     def _kick(self) -> None:
-        # An armed timer stays armed: when it fires with nothing queued it does nothing, and a
-        # lazy transaction queued meanwhile rides it (sooner than LAZY_DELAY, never later). Not
-        # cancelling and re-arming it on every call keeps a timer per read off the event loop.
+        # A pending flush callback stays pending: when it runs with nothing queued it does nothing.
         if self._queue and (self._flusher is None or self._flusher.done()):
             self._flusher = asyncio.get_running_loop().create_task(self._flush())
 

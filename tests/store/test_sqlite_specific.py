@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import aiosqlite
@@ -88,6 +90,48 @@ async def test_a_transaction_that_raises_leaves_nothing_behind(tmp_path: Path) -
         with pytest.raises(ValueError):
             await db.transaction(write_then_fail, durable=True)
         assert await db.read(lambda conn: conn.execute("SELECT COUNT(*) FROM blobs").fetchone()[0]) == 0
+    finally:
+        await db.close()
+
+
+def _insert(sha: str) -> Callable[[sqlite3.Connection], None]:
+    def tx(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO blobs (sha256, body, created_at) VALUES (?, 'b', 0)", (sha,))
+
+    return tx
+
+
+async def test_a_lazy_transaction_commits_as_soon_as_the_loop_is_free_not_after_a_delay(tmp_path: Path) -> None:
+    # A served read's settle: nobody awaits it, and nothing else comes. It must commit while the
+    # server waits for the next request, not in front of that request's admit.
+    path = tmp_path / "warrant.db"
+    db = Database(str(path))
+    await db.open()
+    try:
+        future = db.submit(_insert("lazy"), durable=False, lazy=True)
+        assert _sql(path, "SELECT COUNT(*) FROM blobs")[0][0] == 0  # queued, not run in the caller's step
+        for _ in range(3):  # the flush's callback, its task's step: no timer involved
+            await asyncio.sleep(0)
+        assert future.done() and future.exception() is None
+        assert _sql(path, "SELECT sha256 FROM blobs") == [("lazy",)]  # committed: another connection sees it
+    finally:
+        await db.close()
+
+
+async def test_a_lazy_transaction_rides_in_the_batch_of_one_queued_before_the_loop_runs(tmp_path: Path) -> None:
+    # In process, calls back to back: one read's settle and the next call's admit, one COMMIT.
+    db = Database(str(tmp_path / "warrant.db"))
+    await db.open()
+    try:
+        statements: list[str] = []
+        raw: sqlite3.Connection = db._conn._conn  # type: ignore[union-attr]
+        raw.set_trace_callback(statements.append)
+        lazy = db.submit(_insert("settle"), durable=False, lazy=True)
+        await db.transaction(_insert("admit"), durable=False)
+        raw.set_trace_callback(None)
+        assert lazy.done() and lazy.exception() is None
+        assert [s for s in statements if s in ("BEGIN IMMEDIATE", "COMMIT")] == ["BEGIN IMMEDIATE", "COMMIT"]
+        assert await db.read(lambda conn: conn.execute("SELECT COUNT(*) FROM blobs").fetchone()[0]) == 2
     finally:
         await db.close()
 
