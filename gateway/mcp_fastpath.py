@@ -67,7 +67,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("warrant.mcp")
 
-Handler = Callable[[str, types.CallToolRequestParams, Mapping[str, Any] | None], Awaitable[types.CallToolResult]]
+# The handler answers with the result as `CallToolResult.model_dump(by_alias=True, mode="json",
+# exclude_none=True)` would give it (gateway/mcp_front.py `result_body`), or raises MCPError.
+Handler = Callable[[str, types.CallToolRequestParams, Mapping[str, Any] | None], Awaitable[dict[str, Any]]]
 SchemaOf = Callable[[str], Mapping[str, Any] | None]
 _PARAM_PREFIX = MCP_PARAM_HEADER_PREFIX.lower()
 
@@ -188,7 +190,8 @@ class FastPath:
             typed = types.CallToolRequestParams.model_validate(params, by_name=False)
         except (KeyError, ValidationError):
             raise _Decline from None
-        return request_id, version, _meta_of(params), typed
+        # As the SDK's runner lifts `_meta` (RequestParams' own field, validated with the rest).
+        return request_id, version, typed.meta, typed
 
     def _modern(self, scope: Scope, headers: Headers, body: bytes) -> tuple[types.RequestId, dict[str, Any], str]:
         """As `handle_modern_request` up to dispatch. Raises: _Decline."""
@@ -241,10 +244,9 @@ class FastPath:
             raise _Decline
         return message.id, message.params or {}
 
-    def _shape(self, result: types.CallToolResult, version: str) -> dict[str, Any]:
-        """As `ServerRunner._serialize` for a tools/call result."""
+    def _shape(self, dumped: dict[str, Any], version: str) -> dict[str, Any]:
+        """As `ServerRunner._serialize` for a tools/call result (`dumped`: the result model's dump)."""
         modern = version in MODERN_PROTOCOL_VERSIONS
-        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         result_type = dumped.get("resultType")
         if not modern or not isinstance(result_type, str) or result_type in CORE_RESULT_TYPES:
             try:
@@ -269,16 +271,6 @@ class _HeadersOnly:
 
     def __init__(self, headers: Headers) -> None:
         self.headers = headers
-
-
-def _meta_of(params: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """As the SDK's runner lifts `_meta`: None when absent or malformed."""
-    if not params or "_meta" not in params:
-        return None
-    try:
-        return types.RequestParams.model_validate(params, by_name=False).meta
-    except ValidationError:
-        return None
 
 
 def _internal(exc: Exception) -> ErrorData:

@@ -19,7 +19,7 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
@@ -36,6 +36,7 @@ from gateway.ids import new_id
 from gateway.mcp_fastpath import FastPath
 
 log = logging.getLogger("warrant.mcp")
+R = TypeVar("R")
 
 RESERVED_META_PREFIX = "io.modelcontextprotocol/"
 TOKEN_INFO = "warrant.token"
@@ -163,13 +164,20 @@ WARRANT_TOOLS: dict[str, types.Tool] = {
 }
 
 
-def to_mcp_result(result: CallResult) -> types.CallToolResult:
-    body: dict[str, Any] = {"content": result.content, "isError": result.is_error}
+def result_body(result: CallResult) -> dict[str, Any]:
+    """A tools/call result as `CallToolResult.model_dump(by_alias=True, mode="json", exclude_none=True)`
+    gives it: the SDK path validates it into the model (`to_mcp_result`); the fast path hands it to
+    the SDK's `serialize_server_result` as it is, which shapes both alike (tests/mcp pin the bytes)."""
+    body: dict[str, Any] = {"content": result.content, "isError": result.is_error, "resultType": "complete"}
     if result.structured is not None:
         body["structuredContent"] = result.structured
     if result.meta:
         body["_meta"] = {k: v for k, v in result.meta.items() if not k.startswith(RESERVED_META_PREFIX)}
-    return types.CallToolResult.model_validate(body)
+    return body
+
+
+def to_mcp_result(result: CallResult) -> types.CallToolResult:
+    return types.CallToolResult.model_validate(result_body(result))
 
 
 def client_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -248,8 +256,25 @@ async def answer_call(
     gate: Gate, token: str | None, params: types.CallToolRequestParams, meta: Mapping[str, Any] | None
 ) -> types.CallToolResult:
     """One `tools/call` as a tool result. Raises: MCPError (-32001 unauthenticated, -32603 a bug of ours)."""
+    return await _answer(gate, token, params, meta, to_mcp_result)
+
+
+async def answer_body(
+    gate: Gate, token: str | None, params: types.CallToolRequestParams, meta: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """`answer_call`'s result as `result_body` gives it (the fast path's). Raises: as `answer_call`."""
+    return await _answer(gate, token, params, meta, result_body)
+
+
+async def _answer(
+    gate: Gate,
+    token: str | None,
+    params: types.CallToolRequestParams,
+    meta: Mapping[str, Any] | None,
+    shape: Callable[[CallResult], R],
+) -> R:
     try:
-        return to_mcp_result(await _call(gate, token, params, client_meta(meta)))
+        return shape(await _call(gate, token, params, client_meta(meta)))
     except Unauthenticated as exc:
         raise MCPError(-32001, exc.message) from None
     except Exception:
@@ -264,8 +289,8 @@ def fast_path(server: Server[Any], gate_of: Callable[[], Gate], catalog: Catalog
 
     async def handler(
         token: str, params: types.CallToolRequestParams, meta: Mapping[str, Any] | None
-    ) -> types.CallToolResult:
-        return await answer_call(gate_of(), token, params, meta)
+    ) -> dict[str, Any]:
+        return await answer_body(gate_of(), token, params, meta)
 
     return FastPath(server, handler, input_schema_of(catalog))
 

@@ -18,11 +18,12 @@ unsent; no answer in time is REQUEST_TIMEOUT; a connection lost after sending is
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import mcp.types as types
 from mcp import Client, MCPError
@@ -41,11 +42,14 @@ from mcp_types import (
     HEADER_MISMATCH,
     PROTOCOL_VERSION_META_KEY,
 )
-from mcp_types import methods as _methods
+from mcp_types.methods import SERVER_RESULTS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry import context as otel_context
 from opentelemetry.propagate import inject
 from opentelemetry.trace import SpanKind, get_tracer
+from pydantic import TypeAdapter
 
+from gateway import tracing
 from gateway.adapters.http11 import Answer, Http11Pool, Lost, Unsent
 
 _tracer = get_tracer("mcp-python-sdk")  # the SDK client's tracer name: one trace either path
@@ -143,6 +147,9 @@ class LeanCaller:
         request_id = self._next_id
         params["_meta"] = {**(meta or {}), **self._envelope}
         # The SDK client's span and W3C trace context in `_meta` (SEP-414): a no-op without tracing.
+        if not tracing.enabled() and not otel_context.get_current():
+            # No tracer and no trace to carry on: the span would be invalid and inject write nothing.
+            return await self._send(method, request_id, params, within)
         target = params.get("name")
         span_name = f"MCP send {method}{f' {target}' if isinstance(target, str) else ''}"
         attributes = {"mcp.method.name": method, "jsonrpc.request.id": str(request_id)}
@@ -219,14 +226,20 @@ class LeanCaller:
         ttl = raw.get("ttlMs")
         if isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl < 0:
             raw["ttlMs"] = 0
-        try:
-            _methods.validate_server_result("tools/call", self.version, raw)
-        except KeyError:
-            pass
+        surface = _result_surface(self.version)
+        if surface is not None:
+            surface.validate_python(raw, by_name=False)  # as validate_server_result, without its dump
         if raw.get("resultType", "complete") != "complete":
             # input_required (or a claimed shape): this adapter's client can answer none of them.
             raise RuntimeError(f"unsupported resultType {raw.get('resultType')!r}")
         return types.CallToolResult.model_validate(raw, by_name=False)
+
+
+@functools.cache
+def _result_surface(version: str) -> TypeAdapter[Any] | None:
+    """The `tools/call` result's shape in `version` (`validate_server_result`'s), or None: not checked."""
+    target = SERVER_RESULTS.get(("tools/call", version))
+    return None if target is None else TypeAdapter(cast(Any, target))  # a model or a union of models
 
 
 def lean_version(client: Client) -> str | None:

@@ -19,11 +19,14 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.methods import serialize_server_result
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.routing import Route
 
+from gateway.gate import CallResult
 from gateway.limits import BodyCap
 from gateway.mcp_fastpath import FastPath
-from gateway.mcp_front import LeaseTokenGuard
+from gateway.mcp_front import LeaseTokenGuard, result_body, to_mcp_result
 from tests.api.conftest import CONTRACT, Api
 
 pytestmark = pytest.mark.anyio
@@ -217,3 +220,39 @@ async def test_a_failing_check_of_the_fast_path_leaves_the_request_to_the_sdk(
         answer = await c.post("/mcp", content=body, headers=headers)
     assert fast.answered == before
     assert answer.status_code == 200 and answer.json()["result"]["structuredContent"] == {"hits": []}
+
+
+_BLOCKS: list[dict[str, Any]] = [
+    {"type": "text", "text": "hi"},
+    {"type": "text", "text": "hi", "annotations": {"audience": ["user"], "priority": 0.5}, "_meta": {"k": 1}},
+    {"type": "text", "text": "x", "extra": 1},
+    {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+    {"type": "audio", "data": "aGk=", "mimeType": "audio/wav"},
+    {"type": "resource_link", "uri": "file:///x", "name": "x", "mimeType": "text/plain", "size": 3, "title": "X"},
+    {"type": "resource", "resource": {"uri": "file:///x", "text": "t", "mimeType": "text/plain"}},
+    {"type": "resource", "resource": {"uri": "file:///x", "blob": "aGk="}},
+]
+_METAS: list[dict[str, Any]] = [
+    {},
+    {"warrant/action_id": "act_1", "warrant/replayed": False, "warrant/budget_remaining": {"spend": "1.00"}},
+    {"io.modelcontextprotocol/serverInfo": {"name": "x"}, "k": None},
+]
+
+
+@pytest.mark.parametrize("version", [*MODERN_PROTOCOL_VERSIONS, *HANDSHAKE_PROTOCOL_VERSIONS])
+def test_the_fast_path_s_result_body_shapes_as_the_sdk_s_result_model_does(version: str) -> None:
+    # The fast path hands `result_body` to the SDK's shaping as it is; the SDK path validates it
+    # into CallToolResult first (`to_mcp_result`). Every block kind, structured content with
+    # nulls, reserved and own _meta keys, errors: both shape to the same dict.
+    cases = 0
+    for block in _BLOCKS:
+        for structured in (None, {"a": None, "b": [1, None]}, {"id": 3}):
+            for meta in _METAS:
+                for is_error in (False, True):
+                    result = CallResult(content=[block], structured=structured, meta=meta, is_error=is_error)
+                    dumped = to_mcp_result(result).model_dump(by_alias=True, mode="json", exclude_none=True)
+                    assert serialize_server_result("tools/call", version, result_body(result)) == (
+                        serialize_server_result("tools/call", version, dumped)
+                    )
+                    cases += 1
+    assert cases == 144
