@@ -45,7 +45,9 @@ from mcp.shared.inbound import (
     InboundModernRoute,
     classify_inbound_request,
     find_duplicated_routing_header,
+    find_invalid_x_mcp_header,
     validate_mcp_param_headers,
+    x_mcp_header_map,
 )
 from mcp_types import (
     CORE_RESULT_TYPES,
@@ -89,6 +91,7 @@ class FastPath:
         self.security = TransportSecurityMiddleware(manager.security_settings)
         self.max_body = manager.max_request_body_size
         self.answered = 0  # requests this path answered (tests, metrics)
+        self._annotated: dict[int, tuple[Mapping[str, Any], bool]] = {}
         only_otel = all(isinstance(m, OpenTelemetryMiddleware) for m in server.middleware)
         self.enabled = (
             manager.stateless
@@ -229,7 +232,23 @@ class FastPath:
             schema = self.input_schema(name)
         except Exception:
             return True  # the SDK logs and skips; let it
-        return schema is not None and validate_mcp_param_headers(schema, arguments or {}, headers) is not None
+        if schema is None or not self._annotates(schema):
+            return False  # validate_mcp_param_headers would find nothing to compare
+        return validate_mcp_param_headers(schema, arguments or {}, headers) is not None
+
+    def _annotates(self, schema: Mapping[str, Any]) -> bool:
+        """Whether `schema` is one whose `x-mcp-header` annotations the SDK checks: valid, with some.
+
+        Remembered per schema object (a tool's schema is not changed in place; a new listing
+        brings new objects), so the schema is not walked on every call."""
+        seen = self._annotated.get(id(schema))
+        if seen is not None and seen[0] is schema:
+            return seen[1]
+        annotates = find_invalid_x_mcp_header(schema) is None and bool(x_mcp_header_map(schema))
+        if len(self._annotated) >= 1024:
+            self._annotated.clear()
+        self._annotated[id(schema)] = (schema, annotates)
+        return annotates
 
     def _legacy(self, headers: Headers, body: bytes) -> tuple[types.RequestId, dict[str, Any]]:
         """As the stateless `StreamableHTTPServerTransport` POST handling up to dispatch. Raises: _Decline."""

@@ -15,12 +15,14 @@ provider exists by then. Spans carry ids and codes, never arguments, results, ev
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.environment_variables import OTEL_PYTHON_TRACER_PROVIDER
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, Span, SpanKind
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -36,8 +38,18 @@ _request_span: ContextVar[Span | None] = ContextVar("warrant_mcp_request_span", 
 _NOT_INSTALLED = (ProxyTracerProvider, NoOpTracerProvider)  # a tuple: isinstance is faster than with a union
 
 
+# `get_tracer_provider()` looks the environment up on every call until a provider is set (a
+# missed key raises inside os.environ: microseconds, several times per call on the hot path).
+# Nothing set and no provider named in the environment (read once: it is read at start-up) is
+# the common case, answered from the module's global; any other case asks the API as before.
+_NAMED_IN_ENV = OTEL_PYTHON_TRACER_PROVIDER in os.environ
+_UNSET = object()
+
+
 def enabled() -> bool:
     """Whether an SDK (or another real provider) is installed."""
+    if not _NAMED_IN_ENV and getattr(trace, "_TRACER_PROVIDER", _UNSET) is None:
+        return False
     return not isinstance(trace.get_tracer_provider(), _NOT_INSTALLED)
 
 

@@ -19,8 +19,10 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.inbound import validate_mcp_param_headers
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
 from starlette.routing import Route
 
 from gateway.gate import CallResult
@@ -256,3 +258,36 @@ def test_the_fast_path_s_result_body_shapes_as_the_sdk_s_result_model_does(versi
                     )
                     cases += 1
     assert cases == 144
+
+
+_ANNOTATED = {
+    "type": "object",
+    "properties": {"region": {"type": "string", "x-mcp-header": "Region"}, "q": {"type": "string"}},
+}
+_INVALID = {"type": "object", "properties": {"region": {"type": "object", "x-mcp-header": "Region"}}}
+_PLAIN = {"type": "object", "properties": {"region": {"type": "string"}}}
+
+
+@pytest.mark.parametrize("schema", [_ANNOTATED, _INVALID, _PLAIN], ids=["annotated", "invalid", "plain"])
+async def test_the_param_header_check_agrees_with_the_sdk_s_on_every_call_of_a_schema(
+    api: Api, schema: dict[str, Any]
+) -> None:
+    # The fast path remembers per schema whether it has annotations the SDK would compare: the
+    # answer must stay the SDK's for the first call of a schema and the ones after it.
+    fast = fast_path(api)
+    original = fast.input_schema
+    fast.input_schema = lambda name: schema
+    try:
+        for arguments, sent in [
+            ({"region": "eu", "q": "x"}, {"mcp-param-region": "eu"}),
+            ({"region": "eu", "q": "x"}, {"mcp-param-region": "us"}),
+            ({"region": "eu"}, {}),
+            ({"q": "x"}, {"mcp-param-region": "eu"}),
+            ({"region": "eu"}, {"mcp-param-region": "eu"}),
+        ]:
+            headers = Headers(headers=sent)
+            expected = validate_mcp_param_headers(schema, arguments, headers) is not None
+            for _ in range(2):
+                assert fast._param_headers_mismatch({"name": "t", "arguments": arguments}, headers) is expected
+    finally:
+        fast.input_schema = original
