@@ -64,7 +64,6 @@ from mcp_types import methods as _methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.datastructures import Headers
-from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("warrant.mcp")
@@ -118,7 +117,7 @@ class FastPath:
                 pass
             else:
                 self.answered += 1
-                await response(scope, receive, send)
+                await _write(send, *response)
                 return
         await app(scope, replay, send)
 
@@ -151,7 +150,7 @@ class FastPath:
 
         return (body if complete else None), replay
 
-    async def _answer(self, scope: Scope, headers: Headers, body: bytes, token: str) -> Response:
+    async def _answer(self, scope: Scope, headers: Headers, body: bytes, token: str) -> _Answer:
         """The response to a `tools/call` the SDK would hand to its handler. Raises: _Decline."""
         try:
             request_id, version, meta, typed = await self._prepare(scope, headers, body)
@@ -298,26 +297,36 @@ def _internal(exc: Exception) -> ErrorData:
     return ErrorData(code=INTERNAL_ERROR, message="Internal server error")
 
 
-def _modern_response(request_id: types.RequestId, result: dict[str, Any] | None, error: ErrorData | None) -> Response:
-    """As `_streamable_http_modern._write`."""
+# An answer as Starlette's `Response` would send it: status, raw headers (in its order), body.
+_Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+
+async def _write(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _modern_response(request_id: types.RequestId, result: dict[str, Any] | None, error: ErrorData | None) -> _Answer:
+    """As `_streamable_http_modern._write` (a JSON `Response`)."""
     if error is not None:
         status = ERROR_CODE_HTTP_STATUS.get(error.code, 200)
-        message: JSONRPCResponse | JSONRPCError = JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+        message = JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+        body = message.model_dump(mode="json", by_alias=True, exclude_none=True)
     else:
+        # JSONRPCResponse's dump of a JSON-mode result (serialize_server_result's, plus the
+        # stamps) is the result itself: its `result` is a plain dict, which exclude_none does not
+        # reach into (pinned by tests/mcp/test_mcp_fastpath.py).
         status = 200
-        message = JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result or {})
-    body = message.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return Response(json.dumps(body, separators=(",", ":")), status_code=status, media_type="application/json")
+        body = {"jsonrpc": "2.0", "id": request_id, "result": result or {}}
+    encoded = json.dumps(body, separators=(",", ":")).encode()
+    return status, [(b"content-length", str(len(encoded)).encode()), (b"content-type", b"application/json")], encoded
 
 
-def _legacy_response(request_id: types.RequestId, result: dict[str, Any] | None, error: ErrorData | None) -> Response:
+def _legacy_response(request_id: types.RequestId, result: dict[str, Any] | None, error: ErrorData | None) -> _Answer:
     """As `StreamableHTTPServerTransport._create_json_response` without a session."""
     if error is not None:
         message: JSONRPCResponse | JSONRPCError = JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
     else:
         message = JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result or {})
-    return Response(
-        message.model_dump_json(by_alias=True, exclude_unset=True),
-        status_code=200,
-        headers={"Content-Type": "application/json"},
-    )
+    encoded = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+    return 200, [(b"content-type", b"application/json"), (b"content-length", str(len(encoded)).encode())], encoded

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 IDLE_FOR = 2.0  # seconds an idle connection is kept: below common server keep-alive timeouts (uvicorn: 5 s)
 IDLE_MAX = 32  # idle connections kept at most
+LINES_KEPT = 256  # distinct header sets whose encoded lines are kept (a tool's, its Mcp-Param values)
 READ_SIZE = 65536
 MAX_BODY = 64 * 1024 * 1024  # an answer larger than this is not read to its end
 _STATUS = re.compile(rb"HTTP/1\.([01]) ([1-9][0-9][0-9])(?: [^\r\n]*)?")
@@ -97,6 +98,8 @@ class Http11Pool:
         self._connect_timeout = connect_timeout
         self._idle: list[_Connection] = []
         self._closed = False
+        # Checked and encoded header lines by the headers asked for: a tool's calls repeat theirs.
+        self._lines: dict[tuple[tuple[str, str], ...], bytes] = {}
 
     async def post(self, body: bytes, headers: list[tuple[str, str]], within: float) -> Answer:
         """One POST and its whole answer.
@@ -107,7 +110,13 @@ class Http11Pool:
             TimeoutError: no complete answer within `within` seconds once the request was being written.
             Lost: the connection failed after writing began, or the answer was not valid HTTP.
         """
-        request = self._head + _header_lines([*headers, ("content-length", str(len(body)))]) + b"\r\n" + body
+        lines = self._lines.get(key := tuple(headers))
+        if lines is None:
+            lines = _header_lines(headers)  # raises before anything is remembered
+            if len(self._lines) >= LINES_KEPT:
+                self._lines.clear()
+            self._lines[key] = lines
+        request = b"%s%scontent-length: %d\r\n\r\n%s" % (self._head, lines, len(body), body)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
         connection = self._reuse()

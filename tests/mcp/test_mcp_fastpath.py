@@ -20,14 +20,16 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.inbound import validate_mcp_param_headers
+from mcp_types import JSONRPCResponse
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
+from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.gate import CallResult
 from gateway.limits import BodyCap
-from gateway.mcp_fastpath import FastPath
+from gateway.mcp_fastpath import FastPath, _modern_response
 from gateway.mcp_front import LeaseTokenGuard, result_body, to_mcp_result
 from tests.api.conftest import CONTRACT, Api
 
@@ -291,3 +293,24 @@ async def test_the_param_header_check_agrees_with_the_sdk_s_on_every_call_of_a_s
                 assert fast._param_headers_mismatch({"name": "t", "arguments": arguments}, headers) is expected
     finally:
         fast.input_schema = original
+
+
+@pytest.mark.parametrize("request_id", [7, "req-1"])
+def test_a_modern_answer_is_written_as_the_sdk_s_model_and_response_write_it(request_id: Any) -> None:
+    # The fast path writes a modern success without JSONRPCResponse and Starlette's Response:
+    # same status, same header order, same bytes, nulls and non-ASCII inside the result included.
+    result = {
+        "content": [{"type": "text", "text": "naïve ☃"}],
+        "structuredContent": {"a": None, "b": [None, 1.5, {"c": None}], "d": 10**20},
+        "isError": False,
+        "resultType": "complete",
+        "_meta": {"warrant/action_id": "act_1", "k": None},
+    }
+    status, headers, body = _modern_response(request_id, result, None)
+    model = JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
+    sdk = Response(
+        json.dumps(model.model_dump(mode="json", by_alias=True, exclude_none=True), separators=(",", ":")),
+        status_code=200,
+        media_type="application/json",
+    )
+    assert (status, headers, body) == (sdk.status_code, sdk.raw_headers, sdk.body)
