@@ -28,6 +28,7 @@ from jsonschema.protocols import Validator
 
 from gateway.adapters.base import Adapter, ToolDefinition
 from gateway.domain.admission import Reservation
+from gateway.domain.quick_schema import Check, compile_check
 from gateway.domain.units import parse_money
 from gateway.errors import ConfigError
 from gateway.names import ADAPTER_NAME, EXPOSED_NAME, RESERVED_PREFIX
@@ -74,6 +75,7 @@ class ToolSpec:
     pin_state: PinState = PinState.TRUSTED
     pinned: ToolPin | None = None
     read_only_hint: bool = False  # the adapter trusts it and the (pinned) definition says read-only
+    quick_check: Check | None = None  # True: the arguments are valid (gateway/domain/quick_schema.py)
 
     @property
     def tool(self) -> str:
@@ -93,11 +95,32 @@ class ToolSpec:
         return Reservation(spend=held, tool_calls=1, writes=1 if self.is_write else 0)
 
     def argument_problems(self, arguments: Any) -> list[str]:
+        if self.quick_check is not None and self.quick_check(arguments):
+            return []  # what jsonschema would find: nothing
         problems = []
         for error in sorted(self.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)):
             where = "/".join(str(p) for p in error.absolute_path) or "(arguments)"
             problems.append(f"{where}: {error.message}"[:300])
         return problems[:20]
+
+
+_DIALECTS: dict[type[Any], str] = {
+    jsonschema.Draft6Validator: "draft6",
+    jsonschema.Draft7Validator: "draft7",
+    jsonschema.Draft201909Validator: "draft2019-09",
+    jsonschema.Draft202012Validator: "draft2020-12",
+}
+
+
+def quick_check(validator: Validator) -> Check | None:
+    """The quick check of the validator's schema, when its dialect and keywords allow one.
+
+    Only for a validator without a format checker: the quick check takes `format` for the
+    annotation it then is."""
+    dialect = _DIALECTS.get(type(validator))
+    if dialect is None or getattr(validator, "format_checker", None) is not None:
+        return None
+    return compile_check(validator.schema, dialect)
 
 
 def exposed_name(adapter: str, definition: ToolDefinition) -> str:
@@ -211,6 +234,7 @@ class Catalog:
             # The hint that counts is the one an operator (or first use) trusted with the pin.
             trusted_annotations = pinned.definition.get("annotations") if pinned is not None else None
         hint = bool(adapter.trust_read_only_hint and (trusted_annotations or {}).get("readOnlyHint") is True)
+        validator = validator_cls(definition.input_schema)
         return ToolSpec(
             name=name,
             adapter=adapter,
@@ -218,7 +242,8 @@ class Catalog:
             definition_sha256=sha,
             policy=policy,
             timeout=definition.timeout or DEFAULT_TIMEOUT,
-            validator=validator_cls(definition.input_schema),
+            validator=validator,
+            quick_check=quick_check(validator),
             cost_spend=cost_spend,
             cost_max=cost_max,
             pin_state=state,
