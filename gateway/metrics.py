@@ -69,14 +69,13 @@ class Metrics:
 
     def observe_call(self, tool: str, outcome: str, code: str | None = None) -> None:
         """One call's outcome; a `refused` one is also counted by its code."""
-        # The labelled child, looked up once per (tool, outcome): `labels()` takes a lock and builds
-        # a tuple on every call. Bounded: unknown tools are counted as `other`.
-        child = self._call_children.get((tool, outcome))
+        # The labelled child, looked up once per label pair: `labels()` takes a lock and builds a
+        # tuple on every call. Whether the catalog knows the tool is asked every time (a tool can
+        # leave it); the children are bounded by the tools it has known, and `other`.
+        label = tool if self._known(tool) else OTHER_TOOL
+        child = self._call_children.get((label, outcome))
         if child is None:
-            known = self._known(tool)
-            child = self._calls.labels(tool if known else OTHER_TOOL, outcome)
-            if known:
-                self._call_children[(tool, outcome)] = child
+            child = self._call_children[(label, outcome)] = self._calls.labels(label, outcome)
         child.inc()
         if outcome == "refused":
             self._refusals.labels(code or "unknown").inc()
