@@ -112,7 +112,7 @@ _DIALECTS: dict[type[Any], str] = {
 }
 
 
-def quick_check(validator: Validator) -> Check | None:
+def quick_check_of(validator: Validator) -> Check | None:
     """The quick check of the validator's schema, when its dialect and keywords allow one.
 
     Only for a validator without a format checker: the quick check takes `format` for the
@@ -243,7 +243,7 @@ class Catalog:
             policy=policy,
             timeout=definition.timeout or DEFAULT_TIMEOUT,
             validator=validator,
-            quick_check=quick_check(validator),
+            quick_check=quick_check_of(validator),
             cost_spend=cost_spend,
             cost_max=cost_max,
             pin_state=state,

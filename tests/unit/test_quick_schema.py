@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.catalog import quick_check
+from gateway.catalog import quick_check_of
 from gateway.domain.quick_schema import compile_check
 
 DIALECTS = {
@@ -92,10 +92,10 @@ def test_anything_else_is_left_to_jsonschema(schema: dict[str, Any]) -> None:
 def test_draft_4_and_a_format_checker_are_left_to_jsonschema() -> None:
     simple = {"type": "object", "properties": {"n": {"type": "integer"}}}
     assert compile_check(simple, "draft4") is None  # there, 1.0 is not an integer
-    assert quick_check(jsonschema.Draft4Validator(simple)) is None
-    assert quick_check(jsonschema.Draft202012Validator(simple)) is not None
+    assert quick_check_of(jsonschema.Draft4Validator(simple)) is None
+    assert quick_check_of(jsonschema.Draft202012Validator(simple)) is not None
     checked = jsonschema.Draft202012Validator(simple, format_checker=jsonschema.FormatChecker())
-    assert quick_check(checked) is None  # `format` asserts there
+    assert quick_check_of(checked) is None  # `format` asserts there
 
 
 def test_a_tool_schema_of_the_usual_shape_is_checked_quickly() -> None:
