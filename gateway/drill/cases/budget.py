@@ -9,15 +9,17 @@ sum of its actions' actual_spend and nothing stays reserved once every write has
 Restart mode: the first twenty-five calls against a gateway armed to die inside the sixth settle
 transaction; after the restart, before any reconcile is asked for, every orphaned write is
 `unknown` and still holds its reservation (reserved = what the admitted-or-unknown actions hold)
-and a new call cannot get past them; resume reconciles the unknowns with the CRM; then the other
-twenty-five calls. Never more than ten in effect (succeeded or unknown), never a row past ten.
+and a new call cannot get past them; once a tool timeout has passed, resume reconciles the
+unknowns with the CRM; then the other twenty-five calls. Never more than ten in effect (succeeded
+or unknown), never a row past ten.
 
 Two replicas on one PostgreSQL store (`budget-two-replicas`): the same fifty calls spread over
 both replicas, every other one through each, against the one budget. Restart mode: replica A is
 armed to die inside its second settle transaction during the first twenty-five; B keeps serving
 while A is down and A is started again: A's calls in flight at the kill (admitted by its dead
-process) are marked `unknown` by its restart and none of B's is; then the other twenty-five,
-spread again, against the new A and the same B.
+process) are marked `unknown` by its restart and none of B's is; once a tool timeout has passed,
+a resume reconciles them with the CRM; then the other twenty-five, spread again, against the new
+A and the same B.
 """
 
 from __future__ import annotations
@@ -137,11 +139,11 @@ async def across_restart(world: World, f: Findings) -> None:
     f.saw(f"after restart: {dict(states)}, writes spent {writes['spent']} reserved {writes['reserved']}")
 
     await world.crm.start()
-    found = await pause_and_resume(world, run_id)
-    reconciled = found.get("reconciliation", {}).get("actions", [])
+    # Every orphan proved either way before the other calls: one never sent releases its write.
+    reconciled = await settle_unknowns(world, f, run_id)
     second, seconds = await fire([agent], mode, range(half, CALLS))
     codes = Counter(r.code or "ok" for r in second.values())
-    f.saw(f"resume reconciled {len(reconciled)}; the other {CALLS - half} in {seconds:.1f} s: {dict(codes)}")
+    f.saw(f"resume reconciled {reconciled}; the other {CALLS - half} in {seconds:.1f} s: {dict(codes)}")
     others = sum(codes.values()) - codes["ok"] - codes["outcome_unknown"] - codes["budget_exhausted"]
     f.equal(others, 0, f"calls answered otherwise ({dict(codes)})")
     await settle_unknowns(world, f, run_id)
@@ -149,15 +151,18 @@ async def across_restart(world: World, f: Findings) -> None:
     await check_ledger(world, f, run_id, actions, mode)
 
 
-async def settle_unknowns(world: World, f: Findings, run_id: str) -> None:
-    """Writes left `unknown` (no answer within the tool timeout) that the CRM can tell about: let a
-    tool timeout pass, so that its answer is final, and resume, which reconciles them."""
+async def settle_unknowns(world: World, f: Findings, run_id: str) -> int:
+    """Writes left `unknown` (no answer within the tool timeout, or orphaned by a SIGKILL) that the
+    CRM can tell about: let a tool timeout pass, so that its answer is final (a key it has not seen
+    proves nothing before that), and resume, which reconciles them. Returns how many it settled."""
     keyed = [a for a in await world.actions(run_id) if a["status"] == "unknown" and a["idempotency_key"]]
-    if keyed:
-        await asyncio.sleep(TOOL_TIMEOUT + 0.5)
-        found = await pause_and_resume(world, run_id)
-        settled = len(found.get("reconciliation", {}).get("actions", []))
-        f.saw(f"{len(keyed)} unknown after the calls, {settled} reconciled by a resume")
+    if not keyed:
+        return 0
+    await asyncio.sleep(TOOL_TIMEOUT + 0.5)
+    found = await pause_and_resume(world, run_id)
+    settled = len(found.get("reconciliation", {}).get("actions", []))
+    f.saw(f"{len(keyed)} unknown after the calls, {settled} reconciled by a resume")
+    return settled
 
 
 async def snapshot(world: World, run_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -231,6 +236,9 @@ async def budget_two_replicas(world: World, mode: Mode, f: Findings) -> None:
     else:
         await across_replica_restart(world, f, run_id, agents, replies)
         expected.add("transport")  # A's calls cut off by its SIGKILL
+        # A's orphans proved either way before the other calls: a write A never sent is failed and
+        # releases its reservation to them (left unknown, it would hold it past the last call).
+        await settle_unknowns(world, f, run_id)
     f.expect(set(codes) <= expected, f"calls answered otherwise: {dict(codes)}")
     if mode == "restart":
         second, seconds = await fire(agents, mode, range(CALLS // 2, CALLS))
