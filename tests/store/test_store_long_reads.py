@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from gateway.backup import backup_sqlite
-from gateway.store import sqlite_record, sqlite_stats
+from gateway.store import ledger_scan, sqlite_record, sqlite_stats
 from gateway.store.long_reads import LongReads
 from gateway.store.sqlite_db import Checkpointer
 from tests.harness import LEDGER_KEY, TENANT, WAIT, SQLiteBackend, World, code_of
@@ -253,3 +253,22 @@ async def test_a_long_read_keeps_its_slot_until_it_ends_even_when_its_caller_sto
     with anyio.fail_after(WAIT):
         assert await second == "second"
     assert first.cancelled() and reads.running == 0
+
+
+async def test_verify_in_pages_of_two_entries_and_one_run_counts_every_entry_and_names_a_gap(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pages only bound memory: the answer is the one a single read gives, a gap at a page's
+    edge included."""
+    monkeypatch.setattr(ledger_scan, "ENTRIES_PER_PAGE", 2)
+    monkeypatch.setattr(ledger_scan, "RUNS_PER_PAGE", 1)
+    runs = [await world.new_run() for _ in range(3)]
+    for run in runs:
+        for text in ("a", "b", "c"):
+            await world.call(run.token, "t__write", {"text": text})
+    report = await world.store.verify_ledger()
+    entries = sum(len(world.backend.events(run.run_id)) for run in runs)
+    assert (report.ok, report.runs, report.entries) == (True, 3, entries)
+    world.backend.delete_events(runs[1].run_id, 5)  # the first entry of the third page
+    bad = (await world.store.verify_ledger()).first_bad
+    assert bad is not None and (bad.run_id, bad.seq, bad.code) == (runs[1].run_id, 5, "entry_missing")
