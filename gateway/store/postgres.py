@@ -21,6 +21,7 @@ from gateway.clock import Clock
 from gateway.domain.admission import CallFacts
 from gateway.errors import StoreError
 from gateway.store.base import AdmitResult, Admitted, CancelNotices
+from gateway.store.long_reads import LONG_READS_MAX, LongReads
 from gateway.store.postgres_db import CONNECT_TIMEOUT_S, POOL_MAX, PostgresDatabase, postgres_url, redact
 from gateway.store.postgres_notices import CANCEL_CHANNEL, listen
 from gateway.store.records import Intent
@@ -64,6 +65,8 @@ class PostgresStore(SQLiteStore):
             self._url, max_size=pool_size, database_time=database_time, local=clock.now, migrate=migrate
         )
         self._db = db  # type: ignore[assignment]
+        # Long reads (verify, export, audit) never hold more than half the pool.
+        self._long_reads = LongReads(max(1, min(LONG_READS_MAX, pool_size // 2)))
         if database_time:
             self._clock = DatabaseClock(db, clock)
         self._alive: psycopg.Connection[Any] | None = None
@@ -141,8 +144,9 @@ class PostgresStore(SQLiteStore):
         return listen(self._url)
 
     async def _aside(self, fn: Callable[[Conn], T]) -> T:
-        # A read is one REPEATABLE READ snapshot on a pooled connection of its own already.
-        return await self._db.read(fn)
+        # A read is one REPEATABLE READ READ ONLY snapshot on a pooled connection of its own
+        # already; the bound keeps long reads from taking the connections the gate needs.
+        return await self._long_reads.run(lambda: self._db.read(fn))
 
     async def health(self) -> HealthReport:
         await self._db.read(lambda conn: conn.execute("SELECT 1").fetchone())

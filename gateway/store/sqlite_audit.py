@@ -5,6 +5,9 @@ it, the table by rowid backwards, stopping at the page's last match. An audit in
 seq) would make the tenant-wide walk skip other tenants' rows, at the price of one more index
 write on every admit: the gate's hot path pays for it, the rare audit read gains. Add it when a
 store's size makes the audit slow, not before.
+
+Meanwhile a rare filter walks the whole table before it fills a page, so the query is a long read
+(`SQLiteBase._aside`): its own connection and snapshot, never the gate's connection.
 """
 
 from __future__ import annotations
@@ -67,4 +70,4 @@ class AuditOps(SQLiteBase):
             rows = rows[:limit]
             return Page([action_from_row(r) for r in rows], encode_cursor(rows[-1]["seq"]) if more else None)
 
-        return await self._db.read(read)
+        return await self._aside(read)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import secrets
 import socket
 import sqlite3
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from gateway.clock import Clock
 from gateway.domain import lifecycle
@@ -17,14 +18,15 @@ from gateway.domain.admission import RunSnapshot
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.domain.units import format_money
-from gateway.errors import InvalidRequest, NotFound, Refusal
+from gateway.errors import InvalidRequest, NotFound, Refusal, StoreError
 from gateway.ids import new_id
+from gateway.store.long_reads import LongReads
 from gateway.store.records import (
     ActionRecord,
     ApprovalStatus,
     RunRecord,
 )
-from gateway.store.sqlite_db import Database
+from gateway.store.sqlite_db import BUSY_TIMEOUT_S, Database
 from gateway.store.sqlite_rows import (
     RUN_STATE_COLUMNS,
     Chain,
@@ -36,6 +38,7 @@ from gateway.store.sqlite_rows import (
     run_state,
 )
 
+T = TypeVar("T")
 Conn = sqlite3.Connection
 _RUN_STATE_SQL = f"SELECT {RUN_STATE_COLUMNS} FROM runs WHERE run_id = ?"
 
@@ -62,6 +65,7 @@ class SQLiteBase:
         # thread, and the PostgreSQL store runs several at once (postgres_db.py).
         self._held = HeldChains()
         self._bodies = KnownBodies()
+        self._long_reads = LongReads()
 
     @property
     def clock(self) -> Clock:
@@ -76,6 +80,39 @@ class SQLiteBase:
 
     async def close(self) -> None:
         await self._db.close()
+
+    async def _aside(self, fn: Callable[[Conn], T]) -> T:
+        """Run `fn` as a long read: ONE read transaction on a read-only connection of its own, on a
+        worker thread (an in-memory store has only the one it serves from). As `Database.read`, it
+        sees every transaction submitted before it (queued read settles commit first), and one
+        snapshot throughout; the gate's connection never waits for it (WAL); at most
+        `LongReads.limit` run at once (gateway/store/long_reads.py).
+
+        Raises: StoreError when SQLite cannot complete it."""
+        path = self._db.path
+        if path == ":memory:":
+            return await self._db.read(fn)
+        checkpointer = self._db._checkpointer
+        await self._db.read(lambda conn: None)  # reads' settles still queued commit first
+
+        def run() -> T:
+            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+            if checkpointer is not None:
+                checkpointer.long_read(+1)
+            try:
+                conn.row_factory = sqlite3.Row
+                conn.execute("PRAGMA query_only = ON")
+                conn.execute("BEGIN")
+                return fn(conn)
+            finally:
+                conn.close()  # ends the read transaction
+                if checkpointer is not None:
+                    checkpointer.long_read(-1)
+
+        try:
+            return await self._long_reads.run(lambda: asyncio.to_thread(run))
+        except sqlite3.Error as exc:
+            raise StoreError(f"the SQLite store could not complete a long read: {exc}") from exc
 
     def _process_alive(self, conn: Conn, process_id: str | None) -> bool:
         """Whether another gateway process that dispatched actions still runs. On SQLite, none

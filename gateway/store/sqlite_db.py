@@ -313,6 +313,14 @@ class Checkpointer:
     next commit writes from the start of the WAL again, cutting the file back to `restart_at`
     (the serving connection's `journal_size_limit`). Writers wait for it on the database thread
     (the event loop never waits: see `Database._run_here`).
+
+    A RESTART checkpoint also waits for every reader to move to the newest snapshot, holding the
+    write lock meanwhile; a long read (a verify over a million entries, an export) holds its
+    snapshot for seconds, so a RESTART then would stall every writer until it ended. While a
+    long read runs (`long_read`), only PASSIVE checkpoints run and the WAL may grow past
+    `restart_at`; the first round after the last one ends restarts it. A reader in another process
+    (`warrant backup` of a file whose WAL is past `restart_at`) is not known here: a RESTART then
+    waits for it, and writers with it (docs/operations.md, "Audits and backups beside the agents").
     """
 
     def __init__(
@@ -323,6 +331,8 @@ class Checkpointer:
         self._interval = interval
         self._restart_at = restart_at
         self._commits = 0
+        self._long_reads = 0  # long reads holding a snapshot now (other threads: under _lock)
+        self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="warrant-checkpoint", daemon=True)
@@ -332,6 +342,11 @@ class Checkpointer:
         self._commits += 1
         if self._commits % self._every == 0:
             self._wake.set()
+
+    def long_read(self, delta: int) -> None:
+        """A long read's snapshot begins (+1) or ends (-1)."""
+        with self._lock:
+            self._long_reads += delta
 
     def stop(self) -> None:
         self._stopping = True
@@ -345,8 +360,9 @@ class Checkpointer:
                 self._wake.wait(self._interval)
                 self._wake.clear()
                 self._checkpoint(conn, "PASSIVE")
-                if self._wal_bytes() > self._restart_at:
-                    self._checkpoint(conn, "RESTART")
+                with self._lock:  # a long read begins after the RESTART, never while it waits for readers
+                    if self._wal_bytes() > self._restart_at and not self._long_reads:
+                        self._checkpoint(conn, "RESTART")
             self._checkpoint(conn, "TRUNCATE")
         finally:
             conn.close()

@@ -9,7 +9,8 @@ from typing import Any
 
 from gateway.canonical import canonical_json
 from gateway.errors import InvalidRequest
-from gateway.store.chain import EntryRow, Head, VerifyReport, verify_run
+from gateway.store.chain import VerifyReport, verify_run
+from gateway.store.ledger_scan import run_count, run_entries, run_heads
 from gateway.store.records import (
     ActionRecord,
     EventRecord,
@@ -65,30 +66,21 @@ class RecordOps(SQLiteBase):
         return await self._db.read(read)
 
     async def verify_ledger(self, tenant: str | None = None) -> VerifyReport:
+        """Every chain (of `tenant`, or all) recomputed, in pages, inside ONE read snapshot on a
+        long-read connection (`_aside`): the gate's transactions never wait for it, and what it
+        reads is one committed state (gateway/store/ledger_scan.py)."""
+
         def read(conn: Conn) -> VerifyReport:
-            if tenant is None:
-                run_ids = [r[0] for r in conn.execute("SELECT run_id FROM runs ORDER BY seq")]
-            else:
-                run_ids = [
-                    r[0] for r in conn.execute("SELECT run_id FROM runs WHERE tenant = ? ORDER BY seq", (tenant,))
-                ]
+            runs = run_count(conn, tenant)
             total = 0
-            for run_id in run_ids:
-                rows = (
-                    EntryRow(r["run_id"], r["seq"], r["type"], r["body"], r["prev_hash"], r["hash"])
-                    for r in conn.execute("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
-                )
-                seq, head_hash, mac = conn.execute(
-                    "SELECT head_seq, head_hash, head_mac FROM runs WHERE run_id = ?", (run_id,)
-                ).fetchone()
-                head = Head(run_id, seq, head_hash, mac) if mac is not None else None
-                count, bad = verify_run(run_id, rows, head, self._key)
+            for run_id, head in run_heads(conn, tenant):
+                count, bad = verify_run(run_id, run_entries(conn, run_id), head, self._key)
                 total += count
                 if bad is not None:
-                    return VerifyReport(ok=False, runs=len(run_ids), entries=total, first_bad=bad)
-            return VerifyReport(ok=True, runs=len(run_ids), entries=total, first_bad=None)
+                    return VerifyReport(ok=False, runs=runs, entries=total, first_bad=bad)
+            return VerifyReport(ok=True, runs=runs, entries=total, first_bad=None)
 
-        return await self._db.read(read)
+        return await self._aside(read)
 
     # -- tool pins -------------------------------------------------------------------------
     async def tool_pins(self) -> ToolPins:

@@ -1,26 +1,20 @@
 """The SQLite store's reports: evidence exports, metrics gauges, health.
 
 Reports that may take long (a whole run's action rows, counting unknown actions across a
-tenant) run on a connection of their own on a worker thread, inside one read transaction: WAL
-gives it one snapshot of the file, and the gate's connection and its writes never wait for it.
+tenant) are long reads (`SQLiteBase._aside`): a connection of their own on a worker thread,
+inside one read transaction, so WAL gives each one snapshot of the file, and the gate's
+connection and its writes never wait for it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
 
 from gateway.domain.lifecycle import RunStatus
-from gateway.errors import StoreError
 from gateway.store.chain import EntryRow, Head
 from gateway.store.reports import Gauges, HealthReport, RunExport
 from gateway.store.sqlite_base import Conn, SQLiteBase
-from gateway.store.sqlite_db import BUSY_TIMEOUT_S
 from gateway.store.sqlite_rows import action_from_row, run_from_row
-
-T = TypeVar("T")
 
 _ACTIVE = tuple(s.value for s in RunStatus if not s.terminal)
 _ACTIVE_SQL = f"status IN ({', '.join('?' for _ in _ACTIVE)})"
@@ -28,28 +22,6 @@ _BLOBS_PER_QUERY = 500
 
 
 class StatsOps(SQLiteBase):
-    async def _aside(self, fn: Callable[[Conn], T]) -> T:
-        """Run `fn` as ONE read transaction on a connection of its own (an in-memory store has
-        only the one it serves from). It sees what was committed when it began."""
-        path = self._db.path
-        if path == ":memory:":
-            return await self._db.read(fn)
-
-        def run() -> T:
-            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            try:
-                conn.row_factory = sqlite3.Row
-                conn.execute("PRAGMA query_only = ON")
-                conn.execute("BEGIN")
-                return fn(conn)
-            finally:
-                conn.close()  # ends the read transaction
-
-        try:
-            return await asyncio.to_thread(run)
-        except sqlite3.Error as exc:
-            raise StoreError(f"the SQLite store could not complete a report: {exc}") from exc
-
     async def export_snapshot(self, tenant: str, run_id: str) -> RunExport:
         def read(conn: Conn) -> RunExport:
             row = self._run_row(conn, run_id, tenant)
@@ -57,7 +29,6 @@ class StatsOps(SQLiteBase):
             actions = conn.execute("SELECT * FROM actions WHERE run_id = ? ORDER BY seq", (run_id,))
             return RunExport(run_from_row(row), head, [action_from_row(a) for a in actions])
 
-        await self._db.read(lambda conn: None)  # reads' settles still queued commit first
         return await self._aside(read)
 
     async def ledger_entries(self, run_id: str, *, after: int, upto: int, limit: int) -> list[EntryRow]:

@@ -117,6 +117,7 @@ class UsageOps(SQLiteBase):
         return await self._db.transaction(tx, durable=True)
 
     async def report_inputs(self, tenant: str, run_id: str) -> ReportInputs:
+        # A long read (every charge, cost and fact of the run): off the gate's connection.
         def read(conn: Conn) -> ReportInputs:
             row = self._run_row(conn, run_id, tenant)
             charges = conn.execute(
@@ -137,4 +138,4 @@ class UsageOps(SQLiteBase):
                 last_checkpoint_at=row["last_checkpoint_at"],
             )
 
-        return await self._db.read(read)
+        return await self._aside(read)
