@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from gateway.clock import isoformat
 from gateway.domain.admission import CallFacts, refusal_for
+from gateway.domain.approvals import role_satisfies
 from gateway.domain.lifecycle import RunEvent
 from gateway.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from gateway.ids import new_id
@@ -165,7 +166,7 @@ class ApprovalOps(SQLiteBase):
             if run.contract.get("forbid_creator_approval") and run.created_by == principal.name:
                 raise Forbidden("this run's contract forbids its creator from deciding its approvals")
             check_reviewer(approval, principal, row["reviewer"])
-            if approval.role not in principal.roles and "admin" not in principal.roles:
+            if not role_satisfies(approval.role, principal.roles):
                 raise Forbidden(f"this approval needs the {approval.role} role")
             if now >= approval.decide_by:
                 self._expire_approvals_due(conn, run.run_id, now)
