@@ -126,3 +126,18 @@ async def test_a_revision_adding_a_rule_looser_than_the_policy_is_refused_for_an
             f"/api/runs/{run_id}/revise", json={"spec_version": "v3", "patch": {"approvals": tighter}, "reason": "y"}
         )
         assert narrowed.status_code == 200, narrowed.text
+
+
+async def test_a_child_whose_approval_rule_asks_less_than_the_policy_is_refused(
+    served: tuple[Api, list[dict[str, Any]]],
+) -> None:
+    api, _ = served
+    async with api.client("ops") as c:
+        parent = (await c.post("/api/runs", json=GATED)).json()["run_id"]
+        small = {"spend": "0.10", "tool_calls": 5, "writes": 1, "active_seconds": 60}
+        child = {**GATED, "budgets": {**GATED["budgets"], **small}}
+        refused = await c.post(f"/api/runs/{parent}/children", json={**child, "approvals": [LOOSE]})
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["error"]["code"] == "approval_looser_than_policy"
+        made = await c.post(f"/api/runs/{parent}/children", json={**child, "approvals": [{"tool": "pay__send"}]})
+        assert made.status_code == 201, made.text
