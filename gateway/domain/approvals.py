@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.domain.contract import ApprovalRule
@@ -145,3 +146,30 @@ def dominated(old: Sequence[ApprovalRule], new: Sequence[ApprovalRule], covers: 
     """For every call, the rules of `new` ask at least what those of `old` asked (sound, not complete:
     an exotic pair that is in fact covered may answer False)."""
     return all(any(_covers_rule(n, o, covers) for n in new) for o in old)
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What one approval must have been asked under: the combined rule's terms, durations in seconds.
+
+    An approval recorded under an older, looser rule (the policy tightened since, a gateway restarted
+    with another policy) does not meet a stricter one: it is neither consumed nor waited on.
+    """
+
+    role: str
+    decide_within: float
+    valid_for: float
+    on_expiry: str
+
+    @classmethod
+    def of(cls, rule: ApprovalRule) -> Requirement:
+        return cls(rule.role, parse_duration(rule.decide_within), parse_duration(rule.valid_for), rule.on_expiry)
+
+    def met_by(self, recorded: Requirement) -> bool:
+        slack = 1e-3  # the record keeps decide_by, not decide_within: float sums, not a looser rule
+        return (
+            ROLE_RANK.get(recorded.role, 0) >= ROLE_RANK.get(self.role, len(ROLE_RANK) + 1)
+            and recorded.decide_within <= self.decide_within + slack
+            and recorded.valid_for <= self.valid_for + slack
+            and ON_EXPIRY_RANK.get(recorded.on_expiry, 0) >= ON_EXPIRY_RANK.get(self.on_expiry, len(ON_EXPIRY_RANK) + 1)
+        )

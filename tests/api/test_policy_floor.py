@@ -141,3 +141,40 @@ async def test_a_child_whose_approval_rule_asks_less_than_the_policy_is_refused(
         assert refused.json()["error"]["code"] == "approval_looser_than_policy"
         made = await c.post(f"/api/runs/{parent}/children", json={**child, "approvals": [{"tool": "pay__send"}]})
         assert made.status_code == 201, made.text
+
+
+OLD_POLICY = "  pay__send: {effect: write, approval: {role: approver, valid_for: 10h}}\n"
+
+
+async def test_an_approval_asked_under_a_looser_policy_is_neither_used_nor_waited_on_after_it_tightens(
+    tmp_path: Path, backend: Backend
+) -> None:
+    sent: list[dict[str, Any]] = []
+    database = getattr(backend, "url", None)
+    served = {"policy_extra": OLD_POLICY, "adapters": [pay_adapter(sent)], "database": database}
+    async with serving_api(tmp_path, **served) as api:  # type: ignore[arg-type]
+        async with api.client("ops") as c:
+            run_id = (await c.post("/api/runs", json=GATED)).json()["run_id"]
+        token = (await lease(api, run_id))["token"]
+        approved = await api.gateway.gate.call(token, "pay__send", {"to": "acct-1"})
+        assert approved.structured is not None
+        async with api.client("appr") as c:
+            ok = await c.post(f"/api/approvals/{approved.structured['error']['approval_id']}/approve", json={})
+            assert ok.status_code == 200, ok.text
+        pending = await api.gateway.gate.call(token, "pay__send", {"to": "acct-2"})
+        assert pending.structured is not None
+        old_pending = pending.structured["error"]["approval_id"]
+    # The gateway restarts with the policy tightened to admin, one hour.
+    async with serving_api(tmp_path, **(served | {"policy_extra": POLICY})) as api:  # type: ignore[arg-type]
+        gate = api.gateway.gate
+        again = await gate.call(token, "pay__send", {"to": "acct-1"})
+        assert again.code == "approval_required" and sent == []
+        waiting = await gate.call(token, "pay__send", {"to": "acct-2"})
+        assert waiting.code == "approval_required" and waiting.structured is not None
+        fresh = waiting.structured["error"]["approval_id"]
+        assert fresh != old_pending
+        async with api.client("appr") as c:
+            assert (await c.get(f"/api/approvals/{old_pending}")).json()["status"] == "superseded"
+            assert (await c.get(f"/api/approvals/{fresh}")).json()["role"] == "admin"
+            refused = await c.post(f"/api/approvals/{fresh}/approve", json={})
+            assert refused.status_code == 403

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.domain.approvals import COMBINE, combine, looser_than, policy_problems, role_satisfies
+from gateway.domain.approvals import COMBINE, Requirement, combine, looser_than, policy_problems, role_satisfies
 from gateway.domain.contract import ApprovalRule
 from gateway.domain.units import parse_duration
 from gateway.policy.engine import approval_rule
@@ -128,3 +128,22 @@ def test_only_the_fields_a_contract_wrote_are_held_against_the_policy() -> None:
     ]
     assert policy_problems([silent, written], policy, accepted=[written]) == []
     assert policy_problems([written], {"crm__create_contact": policy["email__send"]}) == []  # not its tool
+
+
+@pytest.mark.parametrize(
+    ("recorded", "met"),
+    [
+        (Requirement("admin", 3600, 3600, "pause"), True),
+        (Requirement("admin", 3600.0000001, 3600, "pause"), True),  # decide_by less created_at, as floats
+        (Requirement("approver", 3600, 3600, "pause"), False),
+        (Requirement("admin", 14400, 3600, "pause"), False),
+        (Requirement("admin", 3600, 36000, "pause"), False),
+        (Requirement("admin", 3600, 3600, "resume"), False),
+        (Requirement("admin", 60, 60, "pause"), True),  # stricter everywhere
+    ],
+)
+def test_an_approval_meets_the_rule_in_force_only_when_it_was_asked_under_one_as_strict(
+    recorded: Requirement, met: bool
+) -> None:
+    required = Requirement.of(ApprovalRule(tool="*", role="admin", decide_within="1h", valid_for="1h"))
+    assert required.met_by(recorded) is met
