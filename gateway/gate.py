@@ -723,6 +723,9 @@ class Gate:
                     "tool": a.tool,
                     "payload_sha256": a.payload_sha256,
                     "decide_by": isoformat(a.decide_by),
+                    # The rule in force, combined from policy and contract (docs/policy.md): who must decide.
+                    "role": a.role,
+                    "valid_for": a.valid_for,
                 }
                 for a in pending.items
             ],

@@ -75,6 +75,8 @@ async def test_an_approver_cannot_approve_what_the_policy_gives_to_admins_and_it
     asked = await gate.call(token, "pay__send", {"to": "acct-1"})
     assert asked.code == "approval_required" and asked.structured is not None
     approval_id = asked.structured["error"]["approval_id"]
+    [shown_to_agent] = (await gate.status(token))["pending_approvals"]
+    assert (shown_to_agent["role"], shown_to_agent["valid_for"]) == ("admin", 3600)
     async with api.client("appr") as c:
         shown = (await c.get(f"/api/approvals/{approval_id}")).json()
         assert shown["role"] == "admin"
