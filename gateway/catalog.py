@@ -28,6 +28,7 @@ from jsonschema.protocols import Validator
 
 from gateway.adapters.base import Adapter, ToolDefinition
 from gateway.domain.admission import Reservation
+from gateway.domain.contract import ApprovalRule
 from gateway.domain.quick_schema import Check, compile_check
 from gateway.domain.units import parse_money
 from gateway.errors import ConfigError
@@ -260,6 +261,10 @@ class Catalog:
                 "give the tool an expose_as alias"
             )
         return None
+
+    def approval_floor(self) -> dict[str, ApprovalRule]:
+        """Each tool the policies gate with an approval, and that rule: what no contract may loosen."""
+        return {name: p.approval for name, p in self._policies.items() if p.approval is not None}
 
     def get(self, name: str) -> ToolSpec | None:
         """The tool under this exposed name, whatever its pin state."""

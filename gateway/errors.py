@@ -10,6 +10,7 @@ a refusal that needs a decision (an approval, a new lease, a bigger budget).
     ├── Forbidden                       forbidden                  (HTTP 403: role may not)
     ├── NotFound                        not_found                  (HTTP 404, also another tenant's)
     ├── InvalidRequest                  invalid_request / invalid_contract / payload_mismatch (400/409/422)
+    │                                   approval_looser_than_policy (422, docs/policy.md)
     ├── Conflict                        lease_held / invalid_transition / approval_not_pending (409)
     └── Refusal                         a tools/call the contract does not allow
         ├── tool_not_found, invalid_arguments, forbidden, constraint_violated

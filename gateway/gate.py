@@ -27,7 +27,8 @@ from gateway.canonical import payload_sha256
 from gateway.catalog import Catalog, ToolSpec
 from gateway.clock import Clock, isoformat
 from gateway.domain.admission import CallFacts, lease_refusal
-from gateway.domain.contract import Contract, Terms
+from gateway.domain.approvals import Requirement
+from gateway.domain.contract import ApprovalRule, Contract, Terms
 from gateway.domain.leases import looks_like_token, token_hash
 from gateway.domain.lifecycle import ActionStatus
 from gateway.domain.operations import (
@@ -384,7 +385,7 @@ class Gate:
         spec: ToolSpec,
         arguments: Any,
         digest: str,
-        rule: Any,
+        rule: ApprovalRule,
         facts: CallFacts,
         evidence: Any = None,
         rationale: str | None = None,
@@ -392,10 +393,15 @@ class Gate:
         """The approval id to consume, or the result that answers the call now."""
         now = self.clock.now()
         run = info.run
+        required = Requirement.of(rule)
         matching = [
             a
             for a in await self.store.approvals_for(run.run_id, spec.name, digest)
-            if a.spec_version == run.spec_version and a.tool_def_sha256 == spec.definition_sha256
+            if a.spec_version == run.spec_version
+            and a.tool_def_sha256 == spec.definition_sha256
+            # One asked under a looser rule (the policy tightened since) is neither used nor waited on;
+            # a denial stands whatever rule it was asked under.
+            and (a.status is ApprovalStatus.DENIED or required.met_by(a.requirement))
         ]
         for approval in matching:
             if approval.status is ApprovalStatus.APPROVED and (approval.valid_until or 0) > now:
@@ -717,6 +723,9 @@ class Gate:
                     "tool": a.tool,
                     "payload_sha256": a.payload_sha256,
                     "decide_by": isoformat(a.decide_by),
+                    # The rule in force, combined from policy and contract (docs/policy.md): who must decide.
+                    "role": a.role,
+                    "valid_for": a.valid_for,
                 }
                 for a in pending.items
             ],

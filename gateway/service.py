@@ -17,7 +17,8 @@ from gateway.adapters.base import Adapter
 from gateway.catalog import Catalog
 from gateway.clock import Clock
 from gateway.config import ApiKey
-from gateway.domain.contract import Contract, parse_contract
+from gateway.domain.approvals import policy_problems
+from gateway.domain.contract import ApprovalRule, Contract, parse_contract
 from gateway.domain.lifecycle import ActionStatus
 from gateway.domain.revision import Change, Effect, classify, merge_patch, require_narrowing
 from gateway.domain.units import parse_money
@@ -51,6 +52,28 @@ class Gateway:
             if hmac.compare_digest(key.key_sha256, key_sha256):
                 return Principal(name=key.name, tenant=key.tenant, roles=key.roles)
         return None
+
+    def check_against_policy(self, contract: Contract, accepted: Sequence[ApprovalRule] = ()) -> None:
+        """A contract never loosens the gateway's policy (gateway/domain/approvals.py): refused, not trimmed,
+        so its author never believes a looser rule is in force. Rules in `accepted` (the run's contract
+        before a revision) are not checked again; the gate's combination holds them to the policy anyway.
+
+        Raises: InvalidRequest `invalid_contract` (another currency than the policies'),
+        `approval_looser_than_policy` (422, every looser field in `problems`).
+        """
+        if contract.currency != self.catalog.currency:
+            raise InvalidRequest(
+                f"this gateway's policies are in {self.catalog.currency}, the contract in {contract.currency}",
+                code="invalid_contract",
+                problems=[{"field": "currency", "problem": f"must be {self.catalog.currency}"}],
+            )
+        problems = policy_problems(contract.approvals, self.catalog.approval_floor(), accepted=accepted)
+        if problems:
+            raise InvalidRequest(
+                f"the contract's approval rules ask less than the gateway's policy ({len(problems)} field(s))",
+                code="approval_looser_than_policy",
+                problems=problems,
+            )
 
     async def pause(self, principal: Principal, run_id: str, reason: str | None) -> RunRecord:
         return await self.store.pause(principal, run_id, reason)
@@ -158,7 +181,8 @@ class Gateway:
 
         Raises: NotFound; Conflict `spec_version_unchanged`, `revision_conflict`; Forbidden
         `widening_requires_admin` (naming the widening changes); InvalidRequest `invalid_contract`
-        (every problem of the patched contract); Refusal `run_<terminal>`.
+        (every problem of the patched contract), `approval_looser_than_policy` (a new or changed
+        approval rule asks less than the policy: refused for an admin too); Refusal `run_<terminal>`.
         """
         run = await self.store.get_run(principal.tenant, run_id)
         if spec_version == run.spec_version:
@@ -175,7 +199,9 @@ class Gateway:
                 problems=[{"field": "spec_version", "problem": f"the request names {spec_version}"}],
             )
         contract = parse_contract(patched | {"spec_version": spec_version})
-        changes = classify(Contract.model_validate(run.contract), contract)
+        before = Contract.model_validate(run.contract)
+        self.check_against_policy(contract, accepted=before.approvals)
+        changes = classify(before, contract)
         widening = permits(principal, "runs.widen")
         require_narrowing(changes, may_widen=widening)
         after = await self.store.revise(
@@ -198,6 +224,8 @@ class Gateway:
     async def create_child(self, principal: Principal, parent_id: str, contract: Contract) -> RunRecord:
         """A delegated sub-run carved out of a live parent (gateway/domain/revision.py, narrow_child).
 
-        Raises: NotFound; Refusal `run_<terminal>`, `budget_exhausted`; InvalidRequest `invalid_contract`.
+        Raises: NotFound; Refusal `run_<terminal>`, `budget_exhausted`; InvalidRequest `invalid_contract`,
+        `approval_looser_than_policy`.
         """
+        self.check_against_policy(contract)
         return await self.store.create_child(principal, parent_id, contract)

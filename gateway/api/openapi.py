@@ -35,7 +35,8 @@ ERRORS: dict[int, str] = {
     404: "no such object, or another tenant's (`not_found`)",
     409: "the object's state does not allow it now (`lease_held`, `run_cancelled`, `payload_mismatch`, ...)",
     413: "the body is larger than {max_body} bytes, this gateway's `limits.max_request_body` (`payload_too_large`)",
-    422: "the body or query is invalid (`invalid_request`, `invalid_contract`, `invalid_cursor`); `problems` lists why",
+    422: "the body or query is invalid (`invalid_request`, `invalid_contract`, `invalid_cursor`, "
+    "`approval_looser_than_policy`); `problems` lists why",
     429: "the key's tenant or the key is over its rate (`rate_limited`, `retry_after_s`); wait `Retry-After` seconds",
     501: "served by a later version (`not_implemented`)",
     503: "the store could not answer in time (`store_unavailable`); retry",

@@ -214,12 +214,7 @@ async def run_to_act_for(gateway: Gateway, principal: Principal, run_id: str) ->
 @endpoint("runs.create")
 async def create_run(request: Request, principal: Principal, gateway: Gateway) -> Response:
     contract = parse_contract(await read_json(request))
-    if contract.currency != gateway.catalog.currency:
-        raise InvalidRequest(
-            f"this gateway's policies are in {gateway.catalog.currency}, the contract in {contract.currency}",
-            code="invalid_contract",
-            problems=[{"field": "currency", "problem": f"must be {gateway.catalog.currency}"}],
-        )
+    gateway.check_against_policy(contract)
     run = await gateway.store.create_run(principal, contract)
     return JSONResponse(run_view(run, gateway.clock.now()), status_code=201)
 

@@ -69,7 +69,8 @@ class Authority(_Strict):
 
 class ApprovalRule(_Strict):
     tool: str = Field(min_length=1)
-    role: str = "approver"
+    # Only the roles that may decide approvals, so every rule ranks (gateway/domain/approvals.py).
+    role: Literal["approver", "admin"] = "approver"
     decide_within: str = "4h"
     valid_for: str = "1h"
     on_expiry: Literal["pause", "resume"] = "pause"
@@ -195,11 +196,9 @@ class Terms:
             return False
         return any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.allow)
 
-    def approval_rule(self, tool: str) -> ApprovalRule | None:
-        for rule in self.approvals:
-            if fnmatch.fnmatchcase(tool, rule.tool):
-                return rule
-        return None
+    def approval_rules(self, tool: str) -> tuple[ApprovalRule, ...]:
+        """Every rule whose pattern matches `tool`: all of them combine (gateway/domain/approvals.py)."""
+        return tuple(rule for rule in self.approvals if fnmatch.fnmatchcase(tool, rule.tool))
 
 
 def problems_of(exc: ValidationError) -> list[dict[str, str]]:

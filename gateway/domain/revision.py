@@ -8,7 +8,8 @@
 - `covers(outer, inner)`: whether every tool name an fnmatch pattern matches is matched by another.
 
 Anything this module cannot show to be narrowing is widening: an unknown contract field that
-changed, a changed constraint, a reordered approval rule. Fail closed.
+changed, a changed constraint, an approval rule removed or loosened (or given another `when`).
+Fail closed.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from gateway.domain.approvals import dominated
 from gateway.domain.contract import Contract, problems_of
 from gateway.domain.units import parse_duration, parse_money
 from gateway.errors import Forbidden, InvalidRequest, Refusal, WarrantError
@@ -227,10 +229,13 @@ def _approvals(old: Contract, new: Contract) -> list[Change]:
     now = [r.model_dump(mode="json") for r in new.approvals]
     if was == now:
         return []
-    # The first rule matching a tool decides it (Terms.approval_rule): only rules added after
-    # every old one, the old ones unchanged, leave each old rule deciding what it decided.
-    kept = now[: len(was)] == was
-    return [Change("approvals", Effect.NARROWS if kept else Effect.WIDENS, was, now)]
+    # Every rule matching a tool combines with the others, the stricter wins (gateway/domain/approvals.py),
+    # so order means nothing: the revision narrows when each old rule is met by a new one that applies
+    # wherever it did and asks at least as much there.
+    if sorted(map(repr, was)) == sorted(map(repr, now)):
+        return [Change("approvals", Effect.NEUTRAL, was, now)]
+    narrows = dominated(old.approvals, new.approvals, covers)
+    return [Change("approvals", Effect.NARROWS if narrows else Effect.WIDENS, was, now)]
 
 
 def _milestones(old: Contract, new: Contract) -> list[Change]:
@@ -343,11 +348,11 @@ def narrow_child(
 
     Authority: each allow pattern must be covered by one of the parent's; the parent's deny
     patterns are added; a constraint on a tool both name becomes `(parent) && (child)`; the
-    parent's approval rules come first (the first matching rule decides, so a child's rule can
-    add an approval, never replace one). Budgets: spend, tool_calls and writes must fit the
-    parent's remaining (they are carved out of it); active_seconds may not exceed the parent's
-    remaining (time runs in parallel: bounded, not carved). A deadline past the parent's is
-    clamped to it.
+    parent's approval rules are kept beside the child's (every matching rule combines, the stricter
+    wins, so a child's rule can add or tighten an approval, never loosen one). Budgets: spend,
+    tool_calls and writes must fit the parent's remaining (they are carved out of it);
+    active_seconds may not exceed the parent's remaining (time runs in parallel: bounded, not
+    carved). A deadline past the parent's is clamped to it.
     """
     problems: list[dict[str, Any]] = []
     if child.currency != parent.currency:

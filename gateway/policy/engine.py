@@ -3,8 +3,10 @@
 Combination, stated once: the tool must exist and have a policy (fail closed); the contract's
 deny patterns win over its allow patterns; a downstream tool's definition must match its pin;
 every constraint of the contract must hold, and a constraint that cannot be evaluated refuses.
-Approval is required when the policy's rule or the contract's rule applies (a contract may add
-approvals, never remove them); a `when` expression that cannot be evaluated requires approval.
+Approval is required when the policy's rule or any of the contract's rules applies (a contract may
+add approvals, never remove or loosen them); the rules that apply combine, the stricter wins on
+every field (gateway/domain/approvals.py, docs/policy.md); a `when` expression that cannot be
+evaluated requires approval.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.catalog import ToolSpec
+from gateway.domain.approvals import combine
 from gateway.domain.contract import ApprovalRule, Terms
 from gateway.errors import Refusal
 from gateway.policy.expressions import ExpressionError, compiled
@@ -59,11 +62,11 @@ def pin_refusal(spec: ToolSpec) -> Refusal:
 
 
 def approval_rule(name: str, spec: ToolSpec, terms: Terms, arguments: Any) -> ApprovalRule | None:
-    """The rule that requires approval for this call, if any. The contract's rule wins on its terms."""
-    for rule in (terms.approval_rule(name), spec.policy.approval if spec.policy else None):
-        if rule is not None and _applies(rule, arguments):
-            return rule
-    return None
+    """The rule that requires approval for this call, if any: the policy's and the contract's rules that
+    apply, combined so that the stricter wins on every field."""
+    policy = spec.policy.approval if spec.policy else None
+    rules = [*terms.approval_rules(name), *([policy] if policy is not None else [])]
+    return combine(name, [rule for rule in rules if _applies(rule, arguments)])
 
 
 def _applies(rule: ApprovalRule, arguments: Any) -> bool:

@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from gateway.domain.admission import Reservation, RunSnapshot
+from gateway.domain.approvals import Requirement
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 
@@ -198,6 +199,10 @@ class ApprovalRequest:
     evidence: Any = None
     rationale: str | None = None
 
+    @property
+    def requirement(self) -> Requirement:
+        return Requirement(self.role, self.decide_within, self.valid_for, self.on_expiry)
+
 
 @dataclass(frozen=True)
 class ApprovalRecord:
@@ -222,6 +227,11 @@ class ApprovalRecord:
     decided_at: float | None
     note: str | None
     action_id: str | None
+
+    @property
+    def requirement(self) -> Requirement:
+        """The rule it was asked under (its decide_within as recorded: decide_by less created_at)."""
+        return Requirement(self.role, self.decide_by - self.created_at, self.valid_for, self.on_expiry)
 
 
 @dataclass(frozen=True)

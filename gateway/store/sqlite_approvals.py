@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from gateway.clock import isoformat
 from gateway.domain.admission import CallFacts, refusal_for
+from gateway.domain.approvals import role_satisfies
 from gateway.domain.lifecycle import RunEvent
 from gateway.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from gateway.ids import new_id
@@ -50,14 +51,17 @@ class ApprovalOps(SQLiteBase):
                 "AND tool_def_sha256 = ? AND status = 'pending' ORDER BY seq DESC LIMIT 1",
                 (run.run_id, request.tool, request.payload_sha256, run.spec_version, request.tool_def_sha256),
             ).fetchone()
-            if existing is not None:
+            if existing is not None and request.requirement.met_by(approval_from_row(existing).requirement):
                 return ApprovalPending(approval_from_row(existing), created=False)
             run = run_from_row(self._run_row(conn, run.run_id))
-            replaced = conn.execute(
+            row = conn.execute(
                 "SELECT approval_id FROM approvals WHERE run_id = ? AND tool = ? AND requested_by = ? "
                 "AND status = 'pending' AND milestone_id IS NULL ORDER BY seq DESC LIMIT 1",
                 (run.run_id, request.tool, request.requested_by),
             ).fetchone()
+            # A pending one asked under a looser rule than the one in force is replaced like a new proposal.
+            replaced = row["approval_id"] if row is not None else existing["approval_id"] if existing else None
+            stale = existing["approval_id"] if existing is not None and existing["approval_id"] != replaced else None
             # A replacement is no second write while the run waits: it takes the pending one's place.
             refusal = refusal_for(run.snapshot(), replace(facts, approved=True) if replaced else facts, now)
             if refusal is not None:
@@ -74,8 +78,9 @@ class ApprovalOps(SQLiteBase):
                 )
                 return Refused(refusal, action_id)
             approval_id = new_id("apr")
-            if replaced is not None:
-                self._supersede_replaced(conn, run.run_id, replaced["approval_id"], approval_id, now)
+            for old in (replaced, stale):
+                if old is not None:
+                    self._supersede_replaced(conn, run.run_id, old, approval_id, now)
             put_blob(conn, request.payload, now)
             conn.execute(
                 "INSERT INTO approvals (approval_id, run_id, tenant, tool, payload_sha256, spec_version, "
@@ -121,10 +126,8 @@ class ApprovalOps(SQLiteBase):
                 reason=f"approval {approval_id} is pending",
                 approval_id=approval_id,
             )
-            row = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
-            return ApprovalPending(
-                approval_from_row(row), created=True, replaced=replaced["approval_id"] if replaced else None
-            )
+            created = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
+            return ApprovalPending(approval_from_row(created), created=True, replaced=replaced)
 
         return await self._db.transaction(tx, durable=True)
 
@@ -165,7 +168,7 @@ class ApprovalOps(SQLiteBase):
             if run.contract.get("forbid_creator_approval") and run.created_by == principal.name:
                 raise Forbidden("this run's contract forbids its creator from deciding its approvals")
             check_reviewer(approval, principal, row["reviewer"])
-            if approval.role not in principal.roles and "admin" not in principal.roles:
+            if not role_satisfies(approval.role, principal.roles):
                 raise Forbidden(f"this approval needs the {approval.role} role")
             if now >= approval.decide_by:
                 self._expire_approvals_due(conn, run.run_id, now)

@@ -128,10 +128,15 @@ async def api(tmp_path: Path) -> AsyncIterator[Api]:
 
 @asynccontextmanager
 async def serving_api(
-    tmp_path: Path, extra: str = "", *, policy_extra: str = "", adapters: Sequence[Adapter] = ()
+    tmp_path: Path,
+    extra: str = "",
+    *,
+    policy_extra: str = "",
+    adapters: Sequence[Adapter] = (),
+    database: str | None = None,
 ) -> AsyncIterator[Api]:
     """`make_app(tmp_path, extra, ...)` under uvicorn on a free loopback port, until the block ends."""
-    app, clock, effects = make_app(tmp_path, extra, policy_extra=policy_extra, adapters=adapters)
+    app, clock, effects = make_app(tmp_path, extra, database, policy_extra=policy_extra, adapters=adapters)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     import asyncio

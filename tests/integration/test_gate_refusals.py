@@ -65,8 +65,8 @@ async def _deny(w: World, run: Run) -> None:
 
 
 async def _let_pending_lapse(w: World, run: Run) -> None:
-    await _ask_approval(w, run)
-    w.clock.advance(120)  # the policy's decide_within
+    assert code_of(await w.call(run.token, "t__write", {"text": "big"})) == "approval_required"
+    w.clock.advance(120)  # the contract rule's decide_within
 
 
 async def _let_approval_lapse(w: World, run: Run) -> None:
@@ -144,10 +144,11 @@ CASES = [
     Case(
         "approval_expired_undecided",
         "approval_expired",
-        _calling("t__approve", {"text": "big"}),
+        _calling("t__write", {"text": "big"}),
         setup=_let_pending_lapse,
-        # on_expiry: resume lets the run go on, so the next ask meets the lapsed approval (pause: run_paused)
-        contract={"approvals": [{"tool": "t__approve", "decide_within": "2m", "on_expiry": "resume"}]},
+        # on_expiry: resume lets the run go on, so the next ask meets the lapsed approval (pause: run_paused).
+        # On t__write, which the policy does not gate: on t__approve the policy's pause would win.
+        contract={"approvals": [{"tool": "t__write", "decide_within": "2m", "on_expiry": "resume"}]},
         recorded=False,
     ),
     Case(

@@ -48,8 +48,9 @@ async def test_an_undecided_approval_expires_on_a_tick_and_pauses_the_run(world:
 
 
 async def test_an_undecided_approval_under_on_expiry_resume_lets_the_run_go_on(world: World) -> None:
-    run = await world.new_run(approvals=[{"tool": "t__approve", "decide_within": "2m", "on_expiry": "resume"}])
-    await world.call(run.token, "t__approve", {"text": "big"})
+    # On t__paid, which the policy does not gate: on t__approve the policy's stricter pause would win.
+    run = await world.new_run(approvals=[{"tool": "t__paid", "decide_within": "2m", "on_expiry": "resume"}])
+    await world.call(run.token, "t__paid", {"text": "big"})
     world.clock.advance(120)
     await watchdog(world).tick()
     assert (await world.run(run.run_id)).status is RunStatus.RUNNING
@@ -128,8 +129,9 @@ async def test_budget_alerts_come_at_80_percent_and_when_exhausted_per_dimension
 
 
 async def test_an_approval_about_to_expire_raises_its_alert_once(world: World) -> None:
-    run = await world.new_run(approvals=[{"tool": "t__approve", "decide_within": "4h", "on_expiry": "resume"}])
-    approval = await world.approval(await world.call(run.token, "t__approve", {"text": "big"}))
+    # t__paid: the policy's own rule on t__approve decides within 2m, and the shorter would win.
+    run = await world.new_run(approvals=[{"tool": "t__paid", "decide_within": "4h", "on_expiry": "resume"}])
+    approval = await world.approval(await world.call(run.token, "t__paid", {"text": "big"}))
     dog = watchdog(world)
     world.clock.advance(4 * 3600 - 15 * 60 - 1)
     await dog.tick()

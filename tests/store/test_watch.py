@@ -16,7 +16,8 @@ from tests.harness import OPS, TENANT, World, code_of, contract
 
 pytestmark = pytest.mark.anyio
 
-RESUME = {"approvals": [{"tool": "t__approve", "decide_within": "2m", "on_expiry": "resume"}]}
+# On t__paid, which the policy does not gate: on t__approve the policy's stricter pause would win.
+RESUME = {"approvals": [{"tool": "t__paid", "decide_within": "2m", "on_expiry": "resume"}]}
 
 
 async def test_the_sweep_expires_a_run_past_its_deadline_without_anyone_touching_it(world: World) -> None:
@@ -51,7 +52,7 @@ async def test_an_undecided_approval_expires_and_pauses_the_run_naming_it(world:
 
 async def test_an_undecided_approval_under_on_expiry_resume_lets_the_run_go_on(world: World) -> None:
     run = await world.new_run(**RESUME)
-    await world.call(run.token, "t__approve", {"text": "big"})
+    await world.call(run.token, "t__paid", {"text": "big"})
     assert (await world.run(run.run_id)).status is RunStatus.WAITING
     world.clock.advance(120)
     sweep = await world.store.sweep_expiries()

@@ -168,11 +168,17 @@ def test_a_deny_pattern_wins_over_an_exact_allow(contract: dict[str, Any]) -> No
     assert parse_contract(contract).terms().allows("email__send") is False
 
 
-def test_the_first_matching_approval_rule_applies(contract: dict[str, Any]) -> None:
+def test_every_approval_rule_matching_a_tool_speaks_about_it_not_only_the_first(contract: dict[str, Any]) -> None:
     contract["approvals"].append({"tool": "crm__*", "role": "admin"})
     terms = parse_contract(contract).terms()
-    rule = terms.approval_rule("crm__create_contact")
-    assert rule is not None and rule.role == "approver"
-    other = terms.approval_rule("crm__update_contact")
-    assert other is not None and other.role == "admin"
-    assert terms.approval_rule("email__send") is None
+    assert [r.role for r in terms.approval_rules("crm__create_contact")] == ["approver", "admin"]
+    assert [r.role for r in terms.approval_rules("crm__update_contact")] == ["admin"]
+    assert terms.approval_rules("email__send") == ()
+
+
+def test_an_approval_rule_may_name_only_a_role_that_decides_approvals(contract: dict[str, Any]) -> None:
+    contract["approvals"].append({"tool": "crm__*", "role": "operator"})
+    with pytest.raises(InvalidRequest) as caught:
+        parse_contract(contract)
+    assert caught.value.code == "invalid_contract"
+    assert [p["field"] for p in caught.value.details["problems"]] == ["approvals.1.role"]

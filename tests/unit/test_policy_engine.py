@@ -141,13 +141,13 @@ def test_the_contracts_approval_rule_applies_to_a_tool_the_policy_does_not_gate(
 def test_a_contract_cannot_remove_an_approval_the_policy_requires(contract: dict[str, Any]) -> None:
     contract["approvals"].append({"tool": "email__send", "when": "args.to == 'never'"})
     rule = approval_rule("email__send", _spec("email__send"), _terms(contract), {"to": "bo@elsewhere.example"})
-    assert rule is not None and rule.tool == "*"  # the policy's rule
+    assert rule is not None and rule.when == "!args.to.endsWith('@acme.example')"  # the policy's rule alone
 
 
-def test_the_contracts_rule_wins_on_its_terms_when_both_apply(contract: dict[str, Any]) -> None:
+def test_a_stricter_contract_rule_tightens_the_policys_when_both_apply(contract: dict[str, Any]) -> None:
     contract["approvals"].append({"tool": "email__send", "role": "admin", "valid_for": "10m"})
     rule = approval_rule("email__send", _spec("email__send"), _terms(contract), {"to": "bo@elsewhere.example"})
-    assert rule is not None and rule.role == "admin"
+    assert rule is not None and (rule.role, rule.valid_for) == ("admin", "10m")
 
 
 def test_a_write_reserves_its_cost_and_one_write() -> None:

@@ -154,9 +154,9 @@ def test_covers_is_sound_on_every_name_of_a_small_alphabet() -> None:
             "approvals",
             Effect.NARROWS,
         ),
-        ({"approvals": [{"tool": "email__send"}, {"tool": "crm__create_contact"}]}, "approvals", Effect.WIDENS),
+        ({"approvals": [{"tool": "email__send"}, {"tool": "crm__create_contact"}]}, "approvals", Effect.NARROWS),
         ({"approvals": []}, "approvals", Effect.WIDENS),
-        ({"approvals": [{"tool": "crm__create_contact", "role": "operator"}]}, "approvals", Effect.WIDENS),
+        ({"approvals": [{"tool": "crm__create_contact", "role": "admin"}]}, "approvals", Effect.NARROWS),
         ({"goal": "something else"}, "goal", Effect.WIDENS),
         ({"owner": "bob@acme.example"}, "owner", Effect.WIDENS),
         ({"workers": ["w1"]}, "workers", Effect.NARROWS),
@@ -170,6 +170,67 @@ def test_covers_is_sound_on_every_name_of_a_small_alphabet() -> None:
 )
 def test_each_change_is_classified(patch: dict[str, Any], field: str, effect: Effect) -> None:
     assert effects(patch)[field] is effect
+
+
+# One approval rule before, one after: each field tightened narrows, each loosened widens (the
+# combination is gateway/domain/approvals.py; tests/unit/test_approval_combination.py has its table).
+RULE = {
+    "tool": "crm__create_contact",
+    "role": "approver",
+    "decide_within": "4h",
+    "valid_for": "1h",
+    "on_expiry": "resume",
+    "when": "args.email.endsWith('@vip.example')",
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "effect"),
+    [
+        ({"role": "admin"}, Effect.NARROWS),
+        ({"decide_within": "1h"}, Effect.NARROWS),
+        ({"decide_within": "8h"}, Effect.WIDENS),
+        ({"valid_for": "10m"}, Effect.NARROWS),
+        ({"valid_for": "3650d"}, Effect.WIDENS),
+        ({"on_expiry": "pause"}, Effect.NARROWS),
+        ({"when": None}, Effect.NARROWS),  # always, where it was sometimes
+        ({"when": "args.email.endsWith('@other.example')"}, Effect.WIDENS),
+        ({"tool": "crm__*"}, Effect.NARROWS),  # a pattern covering the old one
+        ({"tool": "crm__create_*"}, Effect.NARROWS),
+        ({"tool": "email__send"}, Effect.WIDENS),  # the old tool no longer gated
+    ],
+)
+def test_a_revised_approval_rule_is_narrowing_when_tightened_and_widening_when_loosened(
+    change: dict[str, Any], effect: Effect
+) -> None:
+    before = Contract.model_validate(merge_patch(BASE, {"approvals": [RULE]}))
+    after = contract({"approvals": [{**RULE, **change}]})
+    assert [(c.field, c.effect) for c in classify(before, after)] == [("approvals", effect)]
+
+
+def test_a_revision_loosening_an_approval_rule_widens_even_when_it_adds_another() -> None:
+    before = Contract.model_validate(merge_patch(BASE, {"approvals": [RULE]}))
+    after = contract({"approvals": [{"tool": "email__send", "role": "admin"}, {**RULE, "valid_for": "3650d"}]})
+    assert effects_of(before, after) == {"approvals": Effect.WIDENS}
+
+
+def test_a_revision_removing_an_approval_rule_widens_and_one_adding_a_stricter_rule_narrows() -> None:
+    before = Contract.model_validate(merge_patch(BASE, {"approvals": [RULE]}))
+    assert effects_of(before, contract({"approvals": []})) == {"approvals": Effect.WIDENS}
+    tighter = {"tool": "crm__*", "role": "admin", "valid_for": "5m"}
+    assert effects_of(before, contract({"approvals": [RULE, tighter]})) == {"approvals": Effect.NARROWS}
+    # A rule with no `when` on a covering pattern, stricter on every field, may take the old one's place.
+    assert effects_of(before, contract({"approvals": [tighter]})) == {"approvals": Effect.NARROWS}
+
+
+def test_reordering_the_approval_rules_changes_nothing() -> None:
+    two = [RULE, {"tool": "email__send", "role": "admin"}]
+    before = Contract.model_validate(merge_patch(BASE, {"approvals": two}))
+    assert effects_of(before, contract({"approvals": two[::-1]})) == {"approvals": Effect.NEUTRAL}
+
+
+def effects_of(before: Contract, after: Contract) -> dict[str, Effect]:
+    return {c.field: c.effect for c in classify(before, after)}
 
 
 def test_workers_subset_narrows_and_a_new_name_or_any_worker_widens() -> None:
