@@ -50,11 +50,11 @@ async def test_successor_and_delegate_print_the_new_run_id(
     child_id = out.strip()
     assert (await api.gateway.store.get_run("acme", child_id)).parent_run_id == parent
 
-    code, _, err = await warrant(api, capsys, "runs", "successor", parent)
+    code, _, err = await warrant(api, capsys, "runs", "successor", parent, "--reason", "too early")
     assert code == 1 and err.startswith("warrant: [run_not_terminal]")
     code, _, err = await warrant(api, capsys, "runs", "cancel", parent)
     assert code == 0, err
-    code, _, err = await warrant(api, capsys, "runs", "successor", parent, "--extend-by", "24h")
+    code, _, err = await warrant(api, capsys, "runs", "successor", parent, "--reason", "r", "--extend-by", "24h")
     assert code == 1 and err.startswith("warrant: [widening_requires_admin]")
     monkeypatch.setenv("WARRANT_API_KEY", "key-ops")
     code, out, err = await warrant(api, capsys, "runs", "successor", parent, "--reason", "go on", "--extend-by", "24h")
