@@ -477,3 +477,31 @@ async def test_a_cancelled_parents_successor_has_what_the_parent_and_its_child_l
     assert code_of(await world.call(grant.token, "t__write", {"text": "x"})) is None
     assert code_of(await world.call(grant.token, "t__write", {"text": "y"})) == "budget_exhausted"
     assert len(world.tools.effects) == 3
+
+
+async def test_a_store_that_already_holds_two_successors_of_one_run_migrates_linking_the_first(world: World) -> None:
+    run = await world.new_run()
+    await world.store.cancel(OPS, run.run_id, "worker lost", hard=False)
+    first = await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
+    await world.store.close()
+    # Back to version 12, with a second successor of the same run made the old way.
+    world.backend._execute(
+        ("DROP INDEX runs_successor", ()),
+        ("ALTER TABLE runs DROP COLUMN successor_run_id", ()),
+        ("CREATE TEMP TABLE legacy AS SELECT * FROM runs WHERE run_id = ?", (first.run_id,)),
+        (
+            "UPDATE legacy SET run_id = ?, created_at = created_at + 1, seq = (SELECT MAX(seq) + 1 FROM runs)",
+            ("run_legacy_second",),
+        ),
+        ("INSERT INTO runs SELECT * FROM legacy", ()),
+        ("DROP TABLE legacy", ()),
+        ("DELETE FROM schema_migrations WHERE version = 13", ()),
+    )
+    world.store = world.backend.store(world.clock, process_id="test-gateway")
+    await world.store.open()
+
+    with pytest.raises(Conflict) as refused:
+        await world.store.create_successor(OPS, run.run_id, reason="a third", extend_by=None)
+    assert (refused.value.code, refused.value.details["successor_run_id"]) == ("successor_exists", first.run_id)
+    second = await world.run("run_legacy_second")  # kept as it was, naming its predecessor
+    assert (second.predecessor_run_id, second.status) == (run.run_id, RunStatus.RUNNING)
