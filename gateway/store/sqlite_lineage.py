@@ -18,7 +18,7 @@ from gateway.domain.contract import Contract
 from gateway.domain.lifecycle import RunStatus
 from gateway.domain.revision import child_refusal, classify, invalidated_milestones, narrow_child, require_narrowing
 from gateway.domain.units import format_money, parse_duration
-from gateway.errors import Conflict, InvalidRequest, Refusal
+from gateway.errors import SUCCESSOR_EXISTS, SUCCESSOR_OF_CHILD, Conflict, InvalidRequest, Refusal
 from gateway.ids import new_id
 from gateway.store.records import ApprovalStatus, Principal, RunRecord
 from gateway.store.sqlite_base import Conn, SQLiteBase, wire_reservation
@@ -50,7 +50,7 @@ def require_reason(reason: str | None) -> str:
 def successor_exists(run_id: str, successor_run_id: str) -> Conflict:
     return Conflict(
         f"run {run_id} already has its successor {successor_run_id}",
-        code="successor_exists",
+        code=SUCCESSOR_EXISTS,
         successor_run_id=successor_run_id,
     )
 
@@ -274,7 +274,7 @@ class LineageOps(SQLiteBase):
                 raise Conflict(
                     f"run {run_id} is a child of {before.parent_run_id}, whose budget it was carved from; "
                     "delegate a new child from the parent instead",
-                    code="successor_of_child",
+                    code=SUCCESSOR_OF_CHILD,
                     parent_run_id=before.parent_run_id,
                 )
             deadline = before.deadline + (extend_by or 0)

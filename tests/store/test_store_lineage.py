@@ -505,3 +505,20 @@ async def test_a_store_that_already_holds_two_successors_of_one_run_migrates_lin
     assert (refused.value.code, refused.value.details["successor_run_id"]) == ("successor_exists", first.run_id)
     second = await world.run("run_legacy_second")  # kept as it was, naming its predecessor
     assert (second.predecessor_run_id, second.status) == (run.run_id, RunStatus.RUNNING)
+
+
+async def test_an_operator_cannot_revise_a_successor_back_to_the_original_limits(world: World) -> None:
+    run = await world.new_run(budgets={"writes": 3})
+    for text in ("a", "b"):
+        assert code_of(await world.call(run.token, "t__write", {"text": text})) is None
+    await world.store.cancel(OPS, run.run_id, "worker lost", hard=False)
+    successor = await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
+    body = merge_patch(successor.contract, {"spec_version": "v2", "budgets": {"writes": 3}})
+
+    with pytest.raises(Forbidden) as refused:
+        await world.store.revise(
+            OPS, successor.run_id, contract=parse_contract(body), reason="more", widening=False, base_spec_version="v1"
+        )
+
+    assert refused.value.code == "widening_requires_admin"
+    assert (await world.run(successor.run_id)).limits["writes"] == 1
