@@ -236,11 +236,17 @@ async def test_a_successor_is_blocked_by_the_predecessors_unknown_write(world: W
     assert code_of(await world.call(grant.token, "t__write", {"text": "maybe"}, op("send-1"))) == "outcome_unknown"
 
 
-async def test_a_terminal_run_has_one_successor_and_a_second_request_is_refused_naming_it(world: World) -> None:
+async def cancelled_after_two_of_three_writes(world: World) -> Run:
+    """Issue 26's case: a contract with `writes: 3`, two writes made, then cancelled."""
     run = await world.new_run(budgets={"writes": 3})
     for text in ("a", "b"):
         assert code_of(await world.call(run.token, "t__write", {"text": text})) is None
     await world.store.cancel(OPS, run.run_id, "worker lost", hard=False)
+    return run
+
+
+async def test_a_terminal_run_has_one_successor_and_a_second_request_is_refused_naming_it(world: World) -> None:
+    run = await cancelled_after_two_of_three_writes(world)
 
     first = await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
     for _ in range(2):
@@ -508,10 +514,7 @@ async def test_a_store_that_already_holds_two_successors_of_one_run_migrates_lin
 
 
 async def test_an_operator_cannot_revise_a_successor_back_to_the_original_limits(world: World) -> None:
-    run = await world.new_run(budgets={"writes": 3})
-    for text in ("a", "b"):
-        assert code_of(await world.call(run.token, "t__write", {"text": text})) is None
-    await world.store.cancel(OPS, run.run_id, "worker lost", hard=False)
+    run = await cancelled_after_two_of_three_writes(world)
     successor = await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
     body = merge_patch(successor.contract, {"spec_version": "v2", "budgets": {"writes": 3}})
 
