@@ -62,3 +62,18 @@ async def test_successor_and_delegate_print_the_new_run_id(
     successor = await api.gateway.store.get_run("acme", out.strip())
     assert successor.predecessor_run_id == parent
     assert successor.deadline == (await api.gateway.store.get_run("acme", parent)).deadline + 24 * 3600
+
+
+async def test_successor_without_a_reason_is_refused_before_any_request(
+    api: Api, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WARRANT_API_KEY", "key-op")
+    parent = (await create_run(api))["run_id"]
+    code, _, err = await warrant(api, capsys, "runs", "cancel", parent)
+    assert code == 0, err
+    with pytest.raises(SystemExit) as usage:
+        await warrant(api, capsys, "runs", "successor", parent)
+    assert usage.value.code == 2  # argparse: --reason is required
+    code, _, err = await warrant(api, capsys, "runs", "successor", parent, "--reason", "   ")
+    assert code == 1 and err.startswith("warrant: [invalid_request]")
+    assert "successor_created" not in [e.type for e in await api.gateway.store.list_events("acme", parent)]
