@@ -5,7 +5,7 @@
     warrant runs show RUN                         budgets as bars, lease, pending approvals, milestones
     warrant runs pause RUN | resume RUN [--reason TEXT]
     warrant runs cancel RUN [--reason TEXT] [--hard]
-    warrant runs successor RUN [--reason TEXT] [--extend-by 24h]
+    warrant runs successor RUN --reason TEXT [--extend-by 24h]
                                                   a new run in a terminal run's lineage (extending: admin)
     warrant runs revise RUN --spec-version V --patch FILE|JSON [--reason TEXT]
                                                   an RFC 7396 merge patch of the contract (widening: admin)
@@ -76,7 +76,7 @@ def add_commands(sub: Any) -> None:
     cancel.set_defaults(func=reporting(_control), control="cancel")
     successor = runs_sub.add_parser("successor", help="a new run in the lineage of a terminal one")
     successor.add_argument("run_id")
-    successor.add_argument("--reason", help="the authorization, recorded in both runs")
+    successor.add_argument("--reason", required=True, help="the authorization, recorded in both runs (required)")
     successor.add_argument("--extend-by", help='added to the inherited deadline, like "24h" (admin only)')
     successor.set_defaults(func=reporting(_successor))
     revise = runs_sub.add_parser("revise", help="change a run's contract (narrowing: operator; widening: admin)")

@@ -12,6 +12,7 @@ a refusal that needs a decision (an approval, a new lease, a bigger budget).
     ├── InvalidRequest                  invalid_request / invalid_contract / payload_mismatch (400/409/422)
     │                                   approval_looser_than_policy (422, docs/policy.md)
     ├── Conflict                        lease_held / invalid_transition / approval_not_pending (409)
+    │                                   successor_exists (names successor_run_id) / successor_of_child
     └── Refusal                         a tools/call the contract does not allow
         ├── tool_not_found, invalid_arguments, forbidden, constraint_violated
         ├── run_paused, run_waiting, run_cancelled, run_completed, run_expired
@@ -69,6 +70,10 @@ CALL_CODES: frozenset[str] = frozenset(
         "draining",
     }
 )
+
+# Operator-API codes of the lineage (docs/progress.md, "Successors"): not tools/call codes.
+SUCCESSOR_EXISTS = "successor_exists"  # a terminal run has at most one successor; names it
+SUCCESSOR_OF_CHILD = "successor_of_child"  # a child's budget went back to its parent when it ended
 
 # Codes that say "try the same thing again later" without anybody deciding anything.
 RETRYABLE_CODES: frozenset[str] = frozenset(

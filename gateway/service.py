@@ -209,12 +209,11 @@ class Gateway:
         )
         return after, changes
 
-    async def successor(
-        self, principal: Principal, run_id: str, *, reason: str | None, extend_by: int | None
-    ) -> RunRecord:
-        """A terminal run's successor; extending its deadline needs `runs.widen` (admin).
+    async def successor(self, principal: Principal, run_id: str, *, reason: str, extend_by: int | None) -> RunRecord:
+        """A terminal run's only successor; extending its deadline needs `runs.widen` (admin).
 
-        Raises: NotFound; Conflict `run_not_terminal`, `deadline_passed`; Forbidden `widening_requires_admin`.
+        Raises: NotFound; InvalidRequest `invalid_request` (no reason); Conflict `run_not_terminal`,
+        `deadline_passed`, `successor_exists`, `successor_of_child`; Forbidden `widening_requires_admin`.
         """
         if extend_by is not None:
             extension = Change("deadline", Effect.WIDENS, None, f"+{extend_by}s")

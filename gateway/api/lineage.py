@@ -1,7 +1,8 @@
 """The operator API for revisions, successors and delegated sub-runs (docs/progress.md).
 
     POST /api/runs/{id}/revise     {spec_version, patch, reason?}: the contract, merge-patched
-    POST /api/runs/{id}/successor  {reason?, extend_by?}: 201, a new run in the terminal run's lineage
+    POST /api/runs/{id}/successor  {reason, extend_by?}: 201, the terminal run's one successor (409
+                                   successor_exists naming it on a second request; 422 without a reason)
     POST /api/runs/{id}/children   a contract: 201, a sub-run carved out of the live parent
 
 Revising and succeeding are `runs.control` (operators); a widening revision or an extension of a
@@ -36,7 +37,12 @@ class ReviseBody(BaseModel):
 
 class SuccessorBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    reason: str | None = Field(None, max_length=2000, description="the authorization, recorded in both runs")
+    reason: str = Field(
+        min_length=1,
+        max_length=2000,
+        pattern=r"\S",
+        description="the authorization, recorded in both runs; required, not blank",
+    )
     extend_by: StrictStr | StrictInt | None = Field(
         None, description='added to the inherited deadline: "24h", or seconds (admin only)'
     )

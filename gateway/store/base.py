@@ -200,13 +200,16 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def create_successor(
-        self, principal: Principal, run_id: str, *, reason: str | None, extend_by: int | None
+        self, principal: Principal, run_id: str, *, reason: str, extend_by: int | None
     ) -> RunRecord:
         """A new run in the terminal run's lineage: its contract, with the limits it has left (limit −
         spent − reserved) and its deadline (+ extend_by seconds); its newest checkpoint and milestone
-        states copied. Recorded in both runs' histories.
+        states copied. Recorded in both runs' histories. At most one per run: the predecessor's
+        `successor_run_id` is set in the same transaction, only while it is empty.
 
-        Raises: NotFound; Conflict `run_not_terminal`, `deadline_passed`.
+        Raises: NotFound; InvalidRequest `invalid_request` (reason missing or blank); Conflict
+        `run_not_terminal`, `deadline_passed`, `successor_exists` (naming `successor_run_id`),
+        `successor_of_child` (a child's budget went back to its parent).
         """
 
     @abc.abstractmethod

@@ -18,7 +18,7 @@ from gateway.domain.contract import Contract
 from gateway.domain.lifecycle import RunStatus
 from gateway.domain.revision import child_refusal, classify, invalidated_milestones, narrow_child, require_narrowing
 from gateway.domain.units import format_money, parse_duration
-from gateway.errors import Conflict, Refusal
+from gateway.errors import SUCCESSOR_EXISTS, SUCCESSOR_OF_CHILD, Conflict, InvalidRequest, Refusal
 from gateway.ids import new_id
 from gateway.store.records import ApprovalStatus, Principal, RunRecord
 from gateway.store.sqlite_base import Conn, SQLiteBase, wire_reservation
@@ -33,6 +33,26 @@ _INHERIT_MILESTONES = (
     "checks, reasons, depends, evidence_sha256, NULL, submitted_by, epoch, attempts, ?, ?, verified_at "
     "FROM milestones WHERE run_id = ?"
 )
+
+
+def require_reason(reason: str | None) -> str:
+    """A successor's reason, the authorization both histories record.
+
+    Raises: InvalidRequest `invalid_request` when missing, empty or blank.
+    """
+    if reason is None or not reason.strip():
+        raise InvalidRequest(
+            "a successor needs a reason", problems=[{"field": "reason", "problem": "required, not blank"}]
+        )
+    return reason
+
+
+def successor_exists(run_id: str, successor_run_id: str) -> Conflict:
+    return Conflict(
+        f"run {run_id} already has its successor {successor_run_id}",
+        code=SUCCESSOR_EXISTS,
+        successor_run_id=successor_run_id,
+    )
 
 
 class LineageOps(SQLiteBase):
@@ -233,8 +253,10 @@ class LineageOps(SQLiteBase):
 
     # -- successors --------------------------------------------------------------------------
     async def create_successor(
-        self, principal: Principal, run_id: str, *, reason: str | None, extend_by: int | None
+        self, principal: Principal, run_id: str, *, reason: str, extend_by: int | None
     ) -> RunRecord:
+        reason = require_reason(reason)
+
         def tx(conn: Conn) -> RunRecord:
             now = self._clock.now()
             before = self._expire_if_due(conn, run_from_row(self._run_row(conn, run_id, principal.tenant)), now)
@@ -243,6 +265,17 @@ class LineageOps(SQLiteBase):
                     f"run {run_id} is {before.status.value}; only a terminal run has a successor",
                     code="run_not_terminal",
                     status=before.status.value,
+                )
+            existing = self._run_row(conn, run_id)["successor_run_id"]
+            if existing is not None:
+                raise successor_exists(run_id, existing)
+            if before.parent_run_id is not None:
+                # Its carve went back to the parent when it ended: a successor would spend it twice.
+                raise Conflict(
+                    f"run {run_id} is a child of {before.parent_run_id}, whose budget it was carved from; "
+                    "delegate a new child from the parent instead",
+                    code=SUCCESSOR_OF_CHILD,
+                    parent_run_id=before.parent_run_id,
                 )
             deadline = before.deadline + (extend_by or 0)
             if deadline <= now:
@@ -270,6 +303,13 @@ class LineageOps(SQLiteBase):
                 reason=reason,
                 extend_by=extend_by,
             )
+            # The link, in this transaction and only into an empty slot: one successor per run.
+            linked = conn.execute(
+                "UPDATE runs SET successor_run_id = ? WHERE run_id = ? AND successor_run_id IS NULL",
+                (run.run_id, run_id),
+            )
+            if linked.rowcount != 1:
+                raise successor_exists(run_id, self._run_row(conn, run_id)["successor_run_id"])
             self._inherit_progress(conn, before, run.run_id, now)
             self._event(
                 conn,

@@ -50,11 +50,11 @@ async def test_successor_and_delegate_print_the_new_run_id(
     child_id = out.strip()
     assert (await api.gateway.store.get_run("acme", child_id)).parent_run_id == parent
 
-    code, _, err = await warrant(api, capsys, "runs", "successor", parent)
+    code, _, err = await warrant(api, capsys, "runs", "successor", parent, "--reason", "too early")
     assert code == 1 and err.startswith("warrant: [run_not_terminal]")
     code, _, err = await warrant(api, capsys, "runs", "cancel", parent)
     assert code == 0, err
-    code, _, err = await warrant(api, capsys, "runs", "successor", parent, "--extend-by", "24h")
+    code, _, err = await warrant(api, capsys, "runs", "successor", parent, "--reason", "r", "--extend-by", "24h")
     assert code == 1 and err.startswith("warrant: [widening_requires_admin]")
     monkeypatch.setenv("WARRANT_API_KEY", "key-ops")
     code, out, err = await warrant(api, capsys, "runs", "successor", parent, "--reason", "go on", "--extend-by", "24h")
@@ -62,3 +62,18 @@ async def test_successor_and_delegate_print_the_new_run_id(
     successor = await api.gateway.store.get_run("acme", out.strip())
     assert successor.predecessor_run_id == parent
     assert successor.deadline == (await api.gateway.store.get_run("acme", parent)).deadline + 24 * 3600
+
+
+async def test_successor_without_a_reason_is_refused_before_any_request(
+    api: Api, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WARRANT_API_KEY", "key-op")
+    parent = (await create_run(api))["run_id"]
+    code, _, err = await warrant(api, capsys, "runs", "cancel", parent)
+    assert code == 0, err
+    with pytest.raises(SystemExit) as usage:
+        await warrant(api, capsys, "runs", "successor", parent)
+    assert usage.value.code == 2  # argparse: --reason is required
+    code, _, err = await warrant(api, capsys, "runs", "successor", parent, "--reason", "   ")
+    assert code == 1 and err.startswith("warrant: [invalid_request]")
+    assert "successor_created" not in [e.type for e in await api.gateway.store.list_events("acme", parent)]

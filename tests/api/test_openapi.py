@@ -125,7 +125,7 @@ async def test_the_views_output_conforms_to_the_response_models(api: Api) -> Non
         check("POST", "/api/runs/{run_id}/pause", 200, (await c.post(f"/api/runs/{rid}/pause")).json())
         bad = await c.post("/api/runs", json={"goal": ""})
         check("POST", "/api/runs", 422, bad.json())
-        live = await c.post(f"/api/runs/{rid}/successor", json={})
+        live = await c.post(f"/api/runs/{rid}/successor", json={"reason": "too early"})
         check("POST", "/api/runs/{run_id}/successor", 409, live.json())
         usage = await c.post(f"/api/runs/{rid}/usage", json={"kind": "model", "amount": "0.42", "ref": "r1"})
         check("POST", "/api/runs/{run_id}/usage", 201, usage.json())

@@ -191,7 +191,7 @@ async def test_a_successor_inherits_the_remaining_budget_deadline_and_lineage(wo
 async def test_a_live_run_has_no_successor(world: World) -> None:
     run = await world.new_run()
     with pytest.raises(Conflict) as refused:
-        await world.store.create_successor(OPS, run.run_id, reason=None, extend_by=None)
+        await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
     assert refused.value.code == "run_not_terminal"
 
 
@@ -200,7 +200,7 @@ async def test_a_successor_past_the_deadline_needs_an_extension(world: World) ->
     world.clock.advance(3601)
     assert (await world.store.get_run(TENANT, run.run_id)).status is RunStatus.RUNNING  # read lazily
     with pytest.raises(Conflict) as refused:
-        await world.store.create_successor(OPS, run.run_id, reason=None, extend_by=None)
+        await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
     assert refused.value.code == "deadline_passed"
     successor = await world.store.create_successor(OPS, run.run_id, reason="more time", extend_by=7200)
     predecessor = await world.run(run.run_id)
@@ -229,11 +229,69 @@ async def test_a_successor_is_blocked_by_the_predecessors_unknown_write(world: W
     lost = await world.call(run.token, "t__write", {"text": "maybe"}, op("send-1"))
     assert (await world.action(lost)).status is ActionStatus.UNKNOWN
     await world.store.cancel(OPS, run.run_id, "worker lost", hard=False)
-    successor = await world.store.create_successor(OPS, run.run_id, reason=None, extend_by=None)
+    successor = await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
     assert successor.limits["writes"] == 100 - 1  # the unknown write's reservation is not the successor's
     grant = await world.store.acquire_lease(OPS, successor.run_id, "worker-2", takeover=False)
     world.tools.modes["write"] = "ok"
     assert code_of(await world.call(grant.token, "t__write", {"text": "maybe"}, op("send-1"))) == "outcome_unknown"
+
+
+async def cancelled_after_two_of_three_writes(world: World) -> Run:
+    """Issue 26's case: a contract with `writes: 3`, two writes made, then cancelled."""
+    run = await world.new_run(budgets={"writes": 3})
+    for text in ("a", "b"):
+        assert code_of(await world.call(run.token, "t__write", {"text": text})) is None
+    await world.store.cancel(OPS, run.run_id, "worker lost", hard=False)
+    return run
+
+
+async def test_a_terminal_run_has_one_successor_and_a_second_request_is_refused_naming_it(world: World) -> None:
+    run = await cancelled_after_two_of_three_writes(world)
+
+    first = await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
+    for _ in range(2):
+        with pytest.raises(Conflict) as refused:
+            await world.store.create_successor(OPS, run.run_id, reason="once more", extend_by=None)
+        assert refused.value.code == "successor_exists"
+        assert refused.value.details["successor_run_id"] == first.run_id
+    assert (await world.event_types(run.run_id)).count("successor_created") == 1
+
+    # The five-writes scenario of issue 26: the lineage makes at most the contract's three writes.
+    grant = await world.store.acquire_lease(OPS, first.run_id, "worker-2", takeover=False)
+    assert code_of(await world.call(grant.token, "t__write", {"text": "c"})) is None
+    assert code_of(await world.call(grant.token, "t__write", {"text": "d"})) == "budget_exhausted"
+    assert len(world.tools.effects) == 3
+
+
+async def test_twenty_concurrent_successor_requests_make_exactly_one(world: World) -> None:
+    run = await world.new_run()
+    await world.store.cancel(OPS, run.run_id, "worker lost", hard=False)
+
+    results = await asyncio.gather(
+        *(world.store.create_successor(OPS, run.run_id, reason=f"try {i}", extend_by=None) for i in range(20)),
+        return_exceptions=True,
+    )
+
+    won = [r for r in results if not isinstance(r, BaseException)]
+    lost = [r for r in results if isinstance(r, BaseException)]
+    assert len(won) == 1 and len(lost) == 19
+    for refusal in lost:
+        assert isinstance(refusal, Conflict) and refusal.code == "successor_exists", refusal
+        assert refusal.details["successor_run_id"] == won[0].run_id
+    assert (await world.event_types(run.run_id)).count("successor_created") == 1
+
+
+@pytest.mark.parametrize("reason", [None, "", "   ", "\t\n"])
+async def test_a_successor_without_a_reason_is_refused_and_nothing_is_recorded(world: World, reason: Any) -> None:
+    run = await world.new_run()
+    await world.store.cancel(OPS, run.run_id, "worker lost", hard=False)
+    before = await world.event_types(run.run_id)
+    with pytest.raises(InvalidRequest) as refused:
+        await world.store.create_successor(OPS, run.run_id, reason=reason, extend_by=None)
+    assert refused.value.code == "invalid_request"
+    assert await world.event_types(run.run_id) == before
+    made = await world.store.create_successor(OPS, run.run_id, reason="now with one", extend_by=None)
+    assert made.predecessor_run_id == run.run_id
 
 
 # -- delegated sub-runs ----------------------------------------------------------------------
@@ -388,10 +446,82 @@ async def test_a_successor_inherits_the_newest_checkpoint_and_the_milestone_stat
     await verified(world, run, "inventory")
     await world.store.cancel(OPS, run.run_id, "worker lost", hard=False)
 
-    successor = await world.store.create_successor(OPS, run.run_id, reason=None, extend_by=None)
+    successor = await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
 
     assert successor.checkpoint_version == 2
     checkpoint = await world.store.latest_checkpoint(successor.run_id)
     assert checkpoint is not None and (checkpoint.version, checkpoint.inherited_from) == (2, run.run_id)
     milestones = await world.store.list_milestones(successor.run_id)
     assert [(m.milestone_id, m.status, m.inherited_from) for m in milestones] == [("inventory", "verified", run.run_id)]
+
+
+async def test_a_cancelled_child_has_no_successor_its_carve_went_back_to_the_parent(world: World) -> None:
+    parent = await world.new_run(budgets={"writes": 3})
+    child_id, _ = await delegate(world, parent, budgets={"writes": 2})
+    await world.store.cancel(OPS, child_id, "not needed", hard=False)
+    assert (await world.run(parent.run_id)).reserved["writes"] == 0  # the parent may make all 3 again
+
+    with pytest.raises(Conflict) as refused:
+        await world.store.create_successor(OPS, child_id, reason="carry on", extend_by=None)
+
+    assert (refused.value.code, refused.value.details["parent_run_id"]) == ("successor_of_child", parent.run_id)
+    assert "successor_created" not in await world.event_types(child_id)
+
+
+async def test_a_cancelled_parents_successor_has_what_the_parent_and_its_child_left(world: World) -> None:
+    parent = await world.new_run(budgets={"writes": 3})
+    child_id, token = await delegate(world, parent, budgets={"writes": 2})
+    assert code_of(await world.call(token, "t__write", {"text": "child"})) is None
+    assert code_of(await world.call(parent.token, "t__write", {"text": "parent"})) is None
+
+    await world.store.cancel(OPS, parent.run_id, "the job moves", hard=False)
+    successor = await world.store.create_successor(OPS, parent.run_id, reason="carry on", extend_by=None)
+
+    assert (await world.run(child_id)).status is RunStatus.CANCELLED
+    assert successor.limits["writes"] == 1  # 3 - the child's write - the parent's
+    grant = await world.store.acquire_lease(OPS, successor.run_id, "worker-2", takeover=False)
+    assert code_of(await world.call(grant.token, "t__write", {"text": "x"})) is None
+    assert code_of(await world.call(grant.token, "t__write", {"text": "y"})) == "budget_exhausted"
+    assert len(world.tools.effects) == 3
+
+
+async def test_a_store_that_already_holds_two_successors_of_one_run_migrates_linking_the_first(world: World) -> None:
+    run = await world.new_run()
+    await world.store.cancel(OPS, run.run_id, "worker lost", hard=False)
+    first = await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
+    await world.store.close()
+    # Back to version 12, with a second successor of the same run made the old way.
+    world.backend._execute(
+        ("DROP INDEX runs_successor", ()),
+        ("ALTER TABLE runs DROP COLUMN successor_run_id", ()),
+        ("CREATE TEMP TABLE legacy AS SELECT * FROM runs WHERE run_id = ?", (first.run_id,)),
+        (
+            "UPDATE legacy SET run_id = ?, created_at = created_at + 1, seq = (SELECT MAX(seq) + 1 FROM runs)",
+            ("run_legacy_second",),
+        ),
+        ("INSERT INTO runs SELECT * FROM legacy", ()),
+        ("DROP TABLE legacy", ()),
+        ("DELETE FROM schema_migrations WHERE version = 13", ()),
+    )
+    world.store = world.backend.store(world.clock, process_id="test-gateway")
+    await world.store.open()
+
+    with pytest.raises(Conflict) as refused:
+        await world.store.create_successor(OPS, run.run_id, reason="a third", extend_by=None)
+    assert (refused.value.code, refused.value.details["successor_run_id"]) == ("successor_exists", first.run_id)
+    second = await world.run("run_legacy_second")  # kept as it was, naming its predecessor
+    assert (second.predecessor_run_id, second.status) == (run.run_id, RunStatus.RUNNING)
+
+
+async def test_an_operator_cannot_revise_a_successor_back_to_the_original_limits(world: World) -> None:
+    run = await cancelled_after_two_of_three_writes(world)
+    successor = await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
+    body = merge_patch(successor.contract, {"spec_version": "v2", "budgets": {"writes": 3}})
+
+    with pytest.raises(Forbidden) as refused:
+        await world.store.revise(
+            OPS, successor.run_id, contract=parse_contract(body), reason="more", widening=False, base_spec_version="v1"
+        )
+
+    assert refused.value.code == "widening_requires_admin"
+    assert (await world.run(successor.run_id)).limits["writes"] == 1
