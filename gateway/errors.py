@@ -11,6 +11,7 @@ a refusal that needs a decision (an approval, a new lease, a bigger budget).
     ├── NotFound                        not_found                  (HTTP 404, also another tenant's)
     ├── InvalidRequest                  invalid_request / invalid_contract / payload_mismatch (400/409/422)
     │                                   approval_looser_than_policy (422, docs/policy.md)
+    ├── DamagedRecord                   record_damaged (HTTP 500: a row changed behind the gateway's back)
     ├── Conflict                        lease_held / invalid_transition / approval_not_pending (409)
     │                                   successor_exists (names successor_run_id) / successor_of_child
     └── Refusal                         a tools/call the contract does not allow
@@ -159,6 +160,15 @@ class Refusal(WarrantError):
         if code not in CALL_CODES:
             raise ValueError(f"unknown refusal code {code!r}")
         super().__init__(message, code=code, **details)
+
+
+class DamagedRecord(WarrantError):
+    """A stored row the gateway cannot have written (a counter that is not an integer within its
+    bound): changed behind its back. Lists and the watchdog pass over it, naming it in the log;
+    reading it alone answers this."""
+
+    code = "record_damaged"
+    http_status = 500
 
 
 class StoreError(WarrantError):

@@ -18,6 +18,11 @@ _MONEY = re.compile(r"\d{1,15}(\.\d+)?", re.ASCII)
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", re.ASCII)
 # Past this a deadline no longer fits a timestamp or a 64-bit column; nobody means it.
 MAX_DURATION = 100 * 365 * 86400
+# The largest amount of money, in minor units, that one value (a limit, a cost, a report) or one
+# counter (spent, reserved) may hold: what 15 digits and two decimals can write. Far below 2^63,
+# so no sum the store keeps can overflow a 64-bit column (or turn into a REAL in SQLite); the
+# store refuses a report that would pass it and saturates a cost that already happened.
+MAX_MONEY = 10**17 - 1
 
 
 def currency_exponent(currency: str) -> int:
@@ -70,6 +75,12 @@ def reported_money(value: object, currency: str = "USD") -> int:
         raise ValueError(f"{text!r} is not a non-negative decimal amount")
     minor = Decimal(text).scaleb(currency_exponent(currency))
     return int(minor.to_integral_value(rounding=ROUND_CEILING))
+
+
+def headroom(counter: int, amount: int) -> int:
+    """How much of `amount` a money counter holding `counter` can still take: `amount`, or what is
+    left below `MAX_MONEY`."""
+    return max(0, min(amount, MAX_MONEY - counter))
 
 
 def format_money(minor: int, currency: str = "USD") -> str:

@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.clock import Clock
@@ -616,6 +616,7 @@ class Sweep:
     runs_expired: list[str]
     approvals_expired: list[str]
     runs_paused: list[str]  # by an approval's `on_expiry: pause`
+    failed: list[str] = field(default_factory=list)  # runs the sweep passed over (a damaged row), logged
 
 
 @dataclass(frozen=True)

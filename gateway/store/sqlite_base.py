@@ -17,7 +17,7 @@ from gateway.domain import lifecycle
 from gateway.domain.admission import RunSnapshot
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import RunEvent, RunStatus
-from gateway.domain.units import format_money
+from gateway.domain.units import format_money, headroom
 from gateway.errors import InvalidRequest, NotFound, Refusal, StoreError
 from gateway.ids import new_id
 from gateway.store.long_reads import LongReads
@@ -196,13 +196,15 @@ class SQLiteBase:
         ).fetchone()
         spent = {dim: row[f"{dim}_spent"] for dim in child.carved}
         held = {dim: row[f"{dim}_reserved"] for dim in child.carved}
+        parent_spent = conn.execute("SELECT spend_spent FROM runs WHERE run_id = ?", (child.parent_run_id,)).fetchone()
         conn.execute(
             "UPDATE runs SET spend_reserved = spend_reserved - ?, tool_calls_reserved = tool_calls_reserved - ?, "
             "writes_reserved = writes_reserved - ?, spend_spent = spend_spent + ?, tool_calls_spent = "
             "tool_calls_spent + ?, writes_spent = writes_spent + ?, updated_at = ? WHERE run_id = ?",
             (
                 *(child.carved[dim] for dim in ("spend", "tool_calls", "writes")),
-                *(spent[dim] + held[dim] for dim in ("spend", "tool_calls", "writes")),
+                headroom(parent_spent[0], spent["spend"] + held["spend"]),
+                *(spent[dim] + held[dim] for dim in ("tool_calls", "writes")),
                 now,
                 child.parent_run_id,
             ),

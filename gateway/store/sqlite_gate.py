@@ -13,7 +13,7 @@ from gateway.domain import lifecycle
 from gateway.domain.admission import CallFacts, RunSnapshot, call_refusal, lease_refusal
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.retention import operation_expired
-from gateway.domain.units import format_money
+from gateway.domain.units import MAX_MONEY, format_money, headroom
 from gateway.errors import NotFound, Refusal
 from gateway.ids import new_id
 from gateway.store.base import AdmitResult, Admitted, Held, Refused, Stale, log_if_failed
@@ -44,7 +44,7 @@ _SETTLE_ANY = f"UPDATE actions SET {_OUTCOME} WHERE action_id = ?"
 # The same, for a caller that holds the admitted action already: no RETURNING (which costs SQLite
 # an ephemeral table, about twice the update itself), the row count says whether it was admitted.
 _SETTLE_KNOWN = f"UPDATE actions SET {_OUTCOME} WHERE action_id = ? AND status = 'admitted'"
-_SETTLE_RUN = "SELECT status, currency, head_seq, head_hash FROM runs WHERE run_id = ?"
+_SETTLE_RUN = "SELECT status, currency, head_seq, head_hash, spend_spent FROM runs WHERE run_id = ?"
 _RELEASE = (
     "spend_reserved = spend_reserved - ?, tool_calls_reserved = tool_calls_reserved - ?, "
     "writes_reserved = writes_reserved - ?, spend_spent = spend_spent + ?, tool_calls_spent = tool_calls_spent + ?, "
@@ -274,6 +274,8 @@ class GateOps(LimitOps):
             actual = settlement.actual_spend if settlement.actual_spend is not None else settlement.estimate_spend
         elif settlement.kind is SettleKind.FAILED:
             actual = (settlement.actual_spend or 0) if settlement.sent else 0
+        if actual is not None:
+            actual = min(actual, MAX_MONEY)  # what any one value may hold (units.MAX_MONEY)
         receipt = json.dumps(settlement.receipt, sort_keys=True) if settlement.receipt is not None else None
 
         def tx(conn: Conn) -> SettleResult:
@@ -318,13 +320,16 @@ class GateOps(LimitOps):
                 previous = action.status
                 updated = settled(action)
             run_id = updated.run_id
-            status, currency, head_seq, head_hash = conn.execute(_SETTLE_RUN, (run_id,)).fetchone()
+            status, currency, head_seq, head_hash, spend_spent = conn.execute(_SETTLE_RUN, (run_id,)).fetchone()
             held = updated.reserved
             spend = calls = writes = 0
             if settlement.kind is SettleKind.SUCCEEDED:
                 spend, calls, writes = actual or 0, held["tool_calls"], held["writes"]
             elif settlement.kind is SettleKind.FAILED and settlement.sent:
                 spend, calls = actual or 0, held["tool_calls"]
+            # A cost already happened and is recorded whole on the action; the run's counter saturates
+            # at MAX_MONEY instead of overflowing (a destination may report any amount).
+            spend = headroom(spend_spent, spend)
             intent: dict[str, Any] = {}
             if updated.effect != "write" and previous is ActionStatus.ADMITTED:
                 # A read's only ledger entry: what was asked, under which lease, and how it ended.

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -13,14 +14,52 @@ from gateway.canonical import canonical_json, sha256_hex
 from gateway.domain.admission import RunSnapshot
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import ActionStatus, RunStatus
-from gateway.errors import NotFound
+from gateway.domain.units import MAX_MONEY
+from gateway.errors import DamagedRecord, NotFound
 from gateway.store.chain import entry_body, entry_hash, head_mac
 from gateway.store.records import ActionRecord, ApprovalRecord, ApprovalStatus, EventRecord, RunRecord
+
+log = logging.getLogger("warrant.store")
 
 _ACTION_RESERVED = {"spend": "reserved_spend", "tool_calls": "reserved_calls", "writes": "reserved_writes"}
 
 
+# A run's columns that hold money or a count: integers within units.MAX_MONEY, or the row was
+# changed behind the store's back (migration 0014 keeps the store's own writes so).
+_COUNTERS = tuple(
+    f"{dim}_{part}" for dim in ("spend", "tool_calls", "writes") for part in ("limit", "reserved", "spent")
+)
+_told_damaged: set[str] = set()
+
+
+def check_counters(row: sqlite3.Row) -> None:
+    """Raises: DamagedRecord when a counter of the run's row is not an integer within its bound."""
+    for column in _COUNTERS:
+        value = row[column]
+        if type(value) is not int or not -MAX_MONEY <= value <= MAX_MONEY:
+            raise DamagedRecord(
+                f"run {row['run_id']}'s {column} holds {value!r}, which the gateway never writes",
+                run_id=row["run_id"],
+                column=column,
+            )
+
+
+def runs_from_rows(rows: Iterable[sqlite3.Row]) -> list[RunRecord]:
+    """The runs of a list, passing over a damaged row (logged once per run and process), so that
+    one row changed behind the store's back cannot take a whole list or the watchdog down."""
+    runs = []
+    for row in rows:
+        try:
+            runs.append(run_from_row(row))
+        except DamagedRecord as exc:
+            if row["run_id"] not in _told_damaged:
+                _told_damaged.add(row["run_id"])
+                log.error("passing over a damaged run row: %s", exc.message)
+    return runs
+
+
 def run_from_row(row: sqlite3.Row) -> RunRecord:
+    check_counters(row)
     return RunRecord(
         run_id=row["run_id"],
         tenant=row["tenant"],

@@ -14,7 +14,7 @@ from gateway.domain.lifecycle import RunStatus
 from gateway.store.chain import EntryRow, Head
 from gateway.store.reports import Gauges, HealthReport, RunExport
 from gateway.store.sqlite_base import Conn, SQLiteBase
-from gateway.store.sqlite_rows import action_from_row, run_from_row
+from gateway.store.sqlite_rows import action_from_row, run_from_row, runs_from_rows
 
 _ACTIVE = tuple(s.value for s in RunStatus if not s.terminal)
 _ACTIVE_SQL = f"status IN ({', '.join('?' for _ in _ACTIVE)})"
@@ -71,7 +71,7 @@ class StatsOps(SQLiteBase):
                 f"SELECT * FROM runs WHERE tenant = ? AND {_ACTIVE_SQL} ORDER BY seq DESC LIMIT ?",
                 (tenant, *_ACTIVE, limit),
             )
-            return Gauges(pending, oldest, unknown, active, [run_from_row(r) for r in rows])
+            return Gauges(pending, oldest, unknown, active, runs_from_rows(rows))
 
         return await self._aside(read)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from gateway.domain import lifecycle
 from gateway.domain.report import Charge, ChargeRecorded, Fact, ReportInputs, ToolCost, charge_tag
-from gateway.domain.units import format_money
-from gateway.errors import Conflict
+from gateway.domain.units import MAX_MONEY, format_money
+from gateway.errors import Conflict, InvalidRequest, Refusal
 from gateway.ids import new_id
 from gateway.store.records import Principal
 from gateway.store.sqlite_base import Conn, SQLiteBase
@@ -36,7 +37,7 @@ class UsageOps(SQLiteBase):
     async def report_usage(
         self, principal: Principal, run_id: str, *, kind: str, amount: int, note: str | None, ref: str | None
     ) -> ChargeRecorded:
-        def tx(conn: Conn) -> ChargeRecorded:
+        def tx(conn: Conn) -> ChargeRecorded | Refusal:
             now = self._clock.now()
             run = self._expire_if_due(conn, run_from_row(self._run_row(conn, run_id, principal.tenant)), now)
             if ref is not None:
@@ -52,6 +53,18 @@ class UsageOps(SQLiteBase):
                             charge_id=charge.charge_id,
                         )
                     return ChargeRecorded(charge, run.snapshot(), replayed=True)
+            if run.status.terminal:
+                # A run that ended takes no new charges: its lineage's totals are final (a successor
+                # starts from them), and nothing may move a counter nobody watches any more.
+                return lifecycle.status_refusal(run.status)  # returned: an expiry found here commits
+            if run.spent["spend"] + amount > MAX_MONEY:
+                raise InvalidRequest(
+                    f"the run's spend would pass {format_money(MAX_MONEY, run.currency)} {run.currency}, "
+                    "the most a counter holds",
+                    code="amount_out_of_range",
+                    problems=[{"field": "amount", "problem": "the run's spent counter would pass its bound"}],
+                    bound=format_money(MAX_MONEY, run.currency),
+                )
             row = conn.execute("SELECT last_resumed_at, last_checkpoint_at FROM runs WHERE run_id = ?", (run_id,))
             resumed_at, checkpoint_at = row.fetchone()
             charge = Charge(
@@ -114,7 +127,10 @@ class UsageOps(SQLiteBase):
             after = run_from_row(self._run_row(conn, run_id))
             return ChargeRecorded(charge, after.snapshot(), replayed=False, overrun=overrun)
 
-        return await self._db.transaction(tx, durable=True)
+        result = await self._db.transaction(tx, durable=True)
+        if isinstance(result, Refusal):
+            raise result
+        return result
 
     async def report_inputs(self, tenant: str, run_id: str) -> ReportInputs:
         # A long read (every charge, cost and fact of the run): off the gate's connection.

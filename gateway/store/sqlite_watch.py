@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -18,10 +19,13 @@ from gateway.clock import isoformat
 from gateway.domain.lifecycle import RunStatus
 from gateway.domain.units import parse_duration
 from gateway.domain.watch import PendingApproval, RunWatch, UnknownAction
+from gateway.errors import DamagedRecord
 from gateway.ids import new_id
 from gateway.store.base import AlertDraft, Delivery, RaisedAlert, Sweep, WatchState
 from gateway.store.sqlite_base import Conn, SQLiteBase
 from gateway.store.sqlite_rows import run_from_row
+
+log = logging.getLogger("warrant.watchdog")
 
 LEASE = "watchdog"
 # The terms of the partial indexes of migration 0006, repeated so that SQLite may use them.
@@ -68,7 +72,12 @@ class WatchOps(SQLiteBase):
 
         sweep = Sweep([], [], [])
         for run_id in await self._db.read(due):
-            await self._db.transaction(functools.partial(self._sweep_run, run_id=run_id, sweep=sweep), durable=True)
+            try:
+                await self._db.transaction(functools.partial(self._sweep_run, run_id=run_id, sweep=sweep), durable=True)
+            except DamagedRecord as exc:
+                # One run's damaged row must not stop the sweep of every other run (of every tenant).
+                log.error("the sweep passed over run %s: %s", run_id, exc.message)
+                sweep.failed.append(run_id)
         return sweep
 
     def _sweep_run(self, conn: Conn, run_id: str, sweep: Sweep) -> None:
@@ -109,7 +118,12 @@ class WatchOps(SQLiteBase):
                 pending.setdefault(a["run_id"], []).append(
                     PendingApproval(a["approval_id"], a["tool"], a["created_at"], a["decide_by"])
                 )
-            runs = [self._watch(row, now, tuple(pending.get(row["run_id"], ()))) for row in rows]
+            runs = []
+            for row in rows:
+                try:
+                    runs.append(self._watch(row, now, tuple(pending.get(row["run_id"], ()))))
+                except DamagedRecord as exc:  # one damaged row must not blind the watchdog to the rest
+                    log.error("the watchdog passed over run %s: %s", row["run_id"], exc.message)
             unknown = [
                 UnknownAction(a["action_id"], a["run_id"], a["tenant"], a["tool"], a["created_at"])
                 for a in conn.execute(

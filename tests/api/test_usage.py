@@ -175,3 +175,25 @@ async def test_the_report_shows_the_pilot_measures_and_adds_up_to_the_runs_spend
     assert got["duplicates_found"] == 1
     assert got["budgets"]["spend"] == {"limit": "1.00", "spent": "0.71"}
     assert got["active_seconds"] == 30  # after the resume: not the 90 s waiting for the approver, nor the pause
+
+
+async def test_a_report_that_would_pass_the_counters_bound_is_422_and_changes_nothing(api: Api) -> None:
+    run = await create_run(api, workers=["wrk"])
+    first = await report(api, run["run_id"], "wrk", {"kind": "model", "amount": "999999999999999.99"})
+    assert first.status_code == 201, first.text
+    refused = await report(api, run["run_id"], "wrk", {"kind": "model", "amount": "0.01"})
+    assert (refused.status_code, refused.json()["error"]["code"]) == (422, "amount_out_of_range")
+    assert (await run_view(api, run["run_id"]))["budgets"]["spend"]["spent"] == "999999999999999.99"
+    async with api.client("aud") as c:
+        assert (await c.get("/api/runs")).status_code == 200
+        assert (await c.get("/api/ledger/verify")).json()["ok"] is True
+
+
+async def test_a_cancelled_run_takes_no_usage_report(api: Api) -> None:
+    run = await create_run(api, workers=["wrk"])
+    async with api.client("op") as c:
+        assert (await c.post(f"/api/runs/{run['run_id']}/cancel", json={"reason": "done"})).status_code == 200
+    refused = await report(api, run["run_id"], "wrk", {"kind": "model", "amount": "0.01"})
+    assert (refused.status_code, refused.json()["error"]["code"]) == (409, "run_cancelled")
+    assert (await run_view(api, run["run_id"]))["budgets"]["spend"]["spent"] == "0.00"
+    assert await events(api, run["run_id"], "usage_reported") == []
