@@ -40,6 +40,7 @@ R = TypeVar("R")
 
 RESERVED_META_PREFIX = "io.modelcontextprotocol/"
 TOKEN_INFO = "warrant.token"
+DEAD_TOKEN = -32003  # tools/list for a superseded, revoked or finished lease (error.data.code says which)
 
 WARRANT_TOOLS: dict[str, types.Tool] = {
     "warrant_status": types.Tool(
@@ -205,6 +206,11 @@ def build_mcp_server(gate_of: Callable[[], Gate], catalog: Catalog) -> Server[An
             info = await gate.authenticate(_token_of(ctx))
         except Unauthenticated as exc:
             raise MCPError(-32001, exc.message) from None
+        dead = await gate.dead(_token_of(ctx))
+        if dead is not None:
+            # No result to carry an isError in: a JSON-RPC error whose data is the refusal, as a
+            # tool result's structuredContent.error would be; nothing of the run is listed.
+            raise MCPError(DEAD_TOKEN, f"[{dead.code}] {dead.message}", data=dead.to_dict())
         terms = gate.terms_of(info.run)
         tools = []
         for spec in catalog:
@@ -298,10 +304,18 @@ def fast_path(server: Server[Any], gate_of: Callable[[], Gate], catalog: Catalog
 async def _call(gate: Gate, token: str | None, params: types.CallToolRequestParams, meta: dict[str, Any]) -> CallResult:
     arguments: dict[str, Any] = params.arguments or {}
     name = params.name
+    if name.startswith("warrant_"):
+        # A dead token gets its refusal and nothing of the run, from every gateway tool.
+        dead = await gate.refuse_dead(token, name)
+        if dead is not None:
+            return dead
     if name == "warrant_status":
         status = await gate.status(token)
         if gate.progress is not None:
             status["recovery"] = await gate.progress.recovery_of(token)
+        dead = await gate.refuse_dead(token, name)  # a takeover or cancel while it was being read
+        if dead is not None:
+            return dead
         return CallResult([{"type": "text", "text": json.dumps(status, ensure_ascii=False)}], status)
     if name == "warrant_propose":
         if not isinstance(arguments.get("tool"), str) or not isinstance(arguments.get("arguments"), dict):
