@@ -16,6 +16,7 @@ from gateway.domain import lifecycle
 from gateway.domain.admission import RunSnapshot
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import RunEvent, RunStatus
+from gateway.domain.refusals import recorded_reason, recorded_tool
 from gateway.domain.units import format_money
 from gateway.errors import InvalidRequest, NotFound, Refusal
 from gateway.ids import new_id
@@ -281,6 +282,7 @@ class SQLiteBase:
         effect: str = "unknown",
     ) -> str:
         action_id = new_id("act")
+        tool = recorded_tool(tool)  # bounded: a caller can make a refusal of any size (domain/refusals.py)
         conn.execute(
             "INSERT INTO actions (action_id, run_id, tenant, lineage_id, tool, effect, payload_sha256, status, code, "
             "reason, epoch, worker, created_at, settled_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'rejected', ?, ?, ?, ?, ?, ?)",
@@ -293,7 +295,7 @@ class SQLiteBase:
                 effect,
                 payload_sha256,
                 refusal.code,
-                refusal.message,
+                recorded_reason(refusal.message),
                 epoch,
                 worker,
                 now,
