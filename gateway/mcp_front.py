@@ -283,6 +283,10 @@ async def _answer(
         return shape(await _call(gate, token, params, client_meta(meta)))
     except Unauthenticated as exc:
         raise MCPError(-32001, exc.message) from None
+    except Refusal as refusal:
+        # Raised from inside a store transaction that would record it (docs/limits.md, "What a
+        # refusal records"): answered as any refusal, nothing written.
+        return shape(CallResult.refused(refusal))
     except Exception:
         # A bug of ours: logged with a reference, answered without any of its text.
         reference = new_id("err")

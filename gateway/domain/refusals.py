@@ -9,6 +9,9 @@ it is, and anything longer as its size and SHA-256; a refusal's message is cut a
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
+
+from gateway.domain.limits import Rate
 
 MAX_TOOL = 48  # an exposed tool name's limit (DESIGN.md "Tool names"); a gateway tool's too
 MAX_REASON = 512  # characters of a refusal's message kept in its record
@@ -28,3 +31,18 @@ def recorded_reason(message: str) -> str:
         return message
     cut = len(message) - MAX_REASON
     return f"{message[:MAX_REASON]}... ({cut} more characters not recorded)"
+
+
+@dataclass(frozen=True)
+class RefusalLimits:
+    """`limits.refusals` in warrant.yaml: how many refusals one lease token may have recorded
+    (`rate`, per run and epoch: one lease) and how many one run may keep in all (`max_per_run`).
+    None turns either off. On by default: no honest worker is refused 60 times a minute."""
+
+    rate: Rate | None = field(default_factory=lambda: Rate(60, 60.0))
+    max_per_run: int | None = 10_000
+
+
+def refusal_scope(run_id: str, epoch: int | None) -> str:
+    """The rate scope of one lease token's refusals (a token is one run's lease at one epoch)."""
+    return f"refusals:{run_id}:{'-' if epoch is None else epoch}"
