@@ -40,7 +40,7 @@ R = TypeVar("R")
 
 RESERVED_META_PREFIX = "io.modelcontextprotocol/"
 TOKEN_INFO = "warrant.token"
-DEAD_TOKEN = -32003  # tools/list for a superseded, revoked or finished lease (error.data.code says which)
+DEAD_TOKEN_META = "warrant/refusal"  # tools/list of a superseded, revoked or finished lease: its refusal
 
 WARRANT_TOOLS: dict[str, types.Tool] = {
     "warrant_status": types.Tool(
@@ -208,9 +208,11 @@ def build_mcp_server(gate_of: Callable[[], Gate], catalog: Catalog) -> Server[An
             raise MCPError(-32001, exc.message) from None
         dead = await gate.dead(_token_of(ctx))
         if dead is not None:
-            # No result to carry an isError in: a JSON-RPC error whose data is the refusal, as a
-            # tool result's structuredContent.error would be; nothing of the run is listed.
-            raise MCPError(DEAD_TOKEN, f"[{dead.code}] {dead.message}", data=dead.to_dict())
+            # Nothing of the run is listed, and the refusal rides in `_meta`. Not a JSON-RPC error:
+            # the SDK's client lists the tools again after a call to check its result, so an error
+            # here would turn the dead token's last answer (its refusal, or warrant_complete's
+            # success) into an exception in the agent's client.
+            return types.ListToolsResult(tools=[], _meta={DEAD_TOKEN_META: dead.to_dict()})
         terms = gate.terms_of(info.run)
         tools = []
         for spec in catalog:
