@@ -139,6 +139,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                 catalog.check()  # downstream tools are listed now: a collision stops start-up here
                 gate = Gate(store, catalog, store_clock)
                 gate.limits = settings.limits
+                gate.store.refusal_limits = settings.limits.refusals
                 drain.gate = gate
                 gate.idempotency_for = settings.retention.idempotency
                 watchdog = Watchdog(

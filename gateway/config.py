@@ -24,6 +24,7 @@ from gateway.adapters.base import Adapter
 from gateway.domain.checks import Validator, parse_host_entry
 from gateway.domain.contract import problems_of
 from gateway.domain.limits import RateLimits, parse_rate, parse_size
+from gateway.domain.refusals import RefusalLimits
 from gateway.domain.units import parse_duration
 from gateway.domain.watch import KINDS
 from gateway.errors import ConfigError
@@ -135,6 +136,16 @@ class RateEntry(BaseModel):
     _rates = field_validator("per_tenant", "per_key", mode="before")(lambda v: v if v is None else str(parse_rate(v)))
 
 
+class RefusalsEntry(BaseModel):
+    """`limits.refusals`: refusals recorded per lease token (a rate) and per run in all; null: off."""
+
+    model_config = ConfigDict(extra="forbid")
+    rate: str | None = "60/m"
+    max_per_run: int | None = Field(default=10_000, ge=1)
+
+    _rate = field_validator("rate", mode="before")(lambda v: v if v is None else str(parse_rate(v)))
+
+
 class LimitsEntry(BaseModel):
     """`limits:` size caps, rates and the per-run concurrency cap (gateway/limits.py, docs/limits.md)."""
 
@@ -143,6 +154,7 @@ class LimitsEntry(BaseModel):
     max_tool_result: int | str = "8MiB"
     run_concurrency: int | None = Field(default=16, ge=1, le=10_000)
     rate: RateEntry | None = None
+    refusals: RefusalsEntry = Field(default_factory=RefusalsEntry)
 
     @field_validator("max_request_body", "max_tool_result", mode="before")
     @classmethod
@@ -406,6 +418,10 @@ def limit_settings(raw: LimitsEntry) -> LimitSettings:
         rate=RateLimits(
             per_tenant=parse_rate(rate.per_tenant) if rate.per_tenant else None,
             per_key=parse_rate(rate.per_key) if rate.per_key else None,
+        ),
+        refusals=RefusalLimits(
+            rate=parse_rate(raw.refusals.rate) if raw.refusals.rate else None,
+            max_per_run=raw.refusals.max_per_run,
         ),
     )
 

@@ -26,7 +26,7 @@ from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
 from gateway.canonical import payload_sha256
 from gateway.catalog import Catalog, ToolSpec
 from gateway.clock import Clock, isoformat
-from gateway.domain.admission import CallFacts, lease_refusal
+from gateway.domain.admission import CallFacts, dead_refusal, lease_refusal
 from gateway.domain.approvals import Requirement
 from gateway.domain.contract import ApprovalRule, Contract, Terms
 from gateway.domain.leases import looks_like_token, token_hash
@@ -690,6 +690,26 @@ class Gate:
             approval = {"approval_id": error["approval_id"], "status": "pending", "expires_at": error["expires_at"]}
             return CallResult([{"type": "text", "text": text}], {"approval": approval, "payload_sha256": digest})
         return decided
+
+    async def refuse_dead(self, token: str | None, tool: str) -> CallResult | None:
+        """A dead token's refusal, recorded, or None while the token may read its run.
+
+        Asked before a gateway tool reads anything of the run, and again after: a takeover that
+        commits while the run is being read leaves the old token with its refusal only.
+        Raises: Unauthenticated for a missing or unknown token."""
+        info = await self.authenticate(token)
+        refusal = dead_refusal(info.run.snapshot(), info.epoch, self.clock.now())
+        if refusal is None:
+            return None
+        action_id = await self.store.record_rejection(
+            info.run.run_id, tool=tool, payload_sha256="0" * 64, refusal=refusal, epoch=info.epoch, worker=info.worker
+        )
+        return CallResult.refused(refusal, action_id)
+
+    async def dead(self, token: str | None) -> Refusal | None:
+        """The refusal of a dead token, not recorded (tools/list). Raises: Unauthenticated."""
+        info = await self.authenticate(token)
+        return dead_refusal(info.run.snapshot(), info.epoch, self.clock.now())
 
     async def status(self, token: str | None) -> dict[str, Any]:
         """`warrant_status`: the run as its worker may see it."""

@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.adapters.base import Outcome, OutcomeKind
 from gateway.domain.limits import CONCURRENCY_RETRY_S, CallLimits, Rate, RateLimits, retry_after_header
+from gateway.domain.refusals import RefusalLimits
 from gateway.errors import InvalidRequest, WarrantError
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ class LimitSettings:
     max_tool_result: int = 8 * MiB
     run_concurrency: int | None = 16
     rate: RateLimits = field(default_factory=RateLimits)
+    refusals: RefusalLimits = field(default_factory=RefusalLimits)
 
     def for_call(self, tenant: str, run_id: str) -> CallLimits:
         """A tools/call counts against its tenant and its run (the run is the lease's key: a new

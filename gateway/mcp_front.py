@@ -40,6 +40,7 @@ R = TypeVar("R")
 
 RESERVED_META_PREFIX = "io.modelcontextprotocol/"
 TOKEN_INFO = "warrant.token"
+DEAD_TOKEN_META = "warrant/refusal"  # tools/list of a superseded, revoked or finished lease: its refusal
 
 WARRANT_TOOLS: dict[str, types.Tool] = {
     "warrant_status": types.Tool(
@@ -205,6 +206,13 @@ def build_mcp_server(gate_of: Callable[[], Gate], catalog: Catalog) -> Server[An
             info = await gate.authenticate(_token_of(ctx))
         except Unauthenticated as exc:
             raise MCPError(-32001, exc.message) from None
+        dead = await gate.dead(_token_of(ctx))
+        if dead is not None:
+            # Nothing of the run is listed, and the refusal rides in `_meta`. Not a JSON-RPC error:
+            # the SDK's client lists the tools again after a call to check its result, so an error
+            # here would turn the dead token's last answer (its refusal, or warrant_complete's
+            # success) into an exception in the agent's client.
+            return types.ListToolsResult(tools=[], _meta={DEAD_TOKEN_META: dead.to_dict()})
         terms = gate.terms_of(info.run)
         tools = []
         for spec in catalog:
@@ -277,6 +285,10 @@ async def _answer(
         return shape(await _call(gate, token, params, client_meta(meta)))
     except Unauthenticated as exc:
         raise MCPError(-32001, exc.message) from None
+    except Refusal as refusal:
+        # Raised from inside a store transaction that would record it (docs/limits.md, "What a
+        # refusal records"): answered as any refusal, nothing written.
+        return shape(CallResult.refused(refusal))
     except Exception:
         # A bug of ours: logged with a reference, answered without any of its text.
         reference = new_id("err")
@@ -298,10 +310,18 @@ def fast_path(server: Server[Any], gate_of: Callable[[], Gate], catalog: Catalog
 async def _call(gate: Gate, token: str | None, params: types.CallToolRequestParams, meta: dict[str, Any]) -> CallResult:
     arguments: dict[str, Any] = params.arguments or {}
     name = params.name
+    if name.startswith("warrant_"):
+        # A dead token gets its refusal and nothing of the run, from every gateway tool.
+        dead = await gate.refuse_dead(token, name)
+        if dead is not None:
+            return dead
     if name == "warrant_status":
         status = await gate.status(token)
         if gate.progress is not None:
             status["recovery"] = await gate.progress.recovery_of(token)
+        dead = await gate.refuse_dead(token, name)  # a takeover or cancel while it was being read
+        if dead is not None:
+            return dead
         return CallResult([{"type": "text", "text": json.dumps(status, ensure_ascii=False)}], status)
     if name == "warrant_propose":
         if not isinstance(arguments.get("tool"), str) or not isinstance(arguments.get("arguments"), dict):

@@ -44,7 +44,7 @@ log = logging.getLogger("warrant.api")
 
 POLL_S = 0.25  # how often an open stream asks the store for new entries
 HEARTBEAT_S = 15.0  # the longest a stream stays silent
-KEY_RECHECK_S = 30.0  # how often an open stream asks again whether its API key may still read
+KEY_RECHECK_S = 0.5  # how often an open stream asks again whether its API key may still read (<= 1 s)
 BATCH = 500  # entries read per store call while catching up
 RETRY_MS = 2000  # what an EventSource waits before it reconnects
 MAX_SEQ_DIGITS = 18  # a seq fits a signed 64-bit integer
@@ -85,8 +85,8 @@ async def run_events(
 ) -> Response:
     """A page of entries as JSON, or the stream. `recheck` answers whether the caller's key may
     still read (a stream outlives the request that authenticated it: a revoked key's stream ends
-    within KEY_RECHECK_S). `named=False` leaves out each frame's `event:` line, so that a browser's
-    EventSource gets every entry as a `message` (the console's timeline).
+    within KEY_RECHECK_S, on every replica: it reads the store). `named=False` leaves out each
+    frame's `event:` line, so that a browser's EventSource gets every entry as a `message` (the console's timeline).
     Raises: NotFound (also another tenant's run); InvalidRequest `invalid_cursor`."""
     run_id = request.path_params["run_id"]
     after = start_after(request)

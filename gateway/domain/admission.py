@@ -105,6 +105,20 @@ def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
     return spec_refusal(run)
 
 
+# The refusals that end a token for good: a takeover, the revocation of the key that granted it, a
+# run that is over. A paused run, an expired lease of the current holder or an unread revision are
+# not: the holder goes on once they pass, and may read its run meanwhile.
+DEAD_CODES = frozenset(
+    {"lease_superseded", "lease_revoked", "run_cancelled", "run_completed", "run_failed", "run_expired"}
+)
+
+
+def dead_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
+    """The refusal of a dead token (DEAD_CODES), or None while the token may still read its run."""
+    refusal = lease_refusal(run, epoch, now)
+    return refusal if refusal is not None and refusal.code in DEAD_CODES else None
+
+
 def spec_refusal(run: RunSnapshot) -> Refusal | None:
     """A revised contract the worker has not read yet (through warrant_status) refuses its calls."""
     if run.acked_spec_version is not None and run.acked_spec_version != run.spec_version:

@@ -24,6 +24,7 @@ from gateway.domain.admission import CallFacts
 from gateway.domain.contract import Contract
 from gateway.domain.keys import ApiKeyRecord, KeyEvent
 from gateway.domain.limits import Rate
+from gateway.domain.refusals import RefusalLimits
 from gateway.domain.report import ChargeRecorded, ReportInputs
 from gateway.domain.retention import PURGE_BATCH, PurgeReport, PurgeScope
 from gateway.domain.watch import Alert, RunWatch, UnknownAction
@@ -105,6 +106,10 @@ class ApprovalPending:
 
 class Store(abc.ABC):
     """Raises (every method): StoreError when the database cannot answer within its bound."""
+
+    # How many refusals a lease token and a run may have recorded (`limits.refusals`, docs/limits.md):
+    # a refusal past them is answered without a record (rate_limited, or recorded: false).
+    refusal_limits: RefusalLimits = RefusalLimits()
 
     @property
     @abc.abstractmethod

@@ -17,6 +17,7 @@ from gateway.domain import lifecycle
 from gateway.domain.admission import RunSnapshot
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import RunEvent, RunStatus
+from gateway.domain.refusals import RefusalLimits, recorded_reason, recorded_tool, refusal_scope
 from gateway.domain.units import format_money, headroom
 from gateway.errors import InvalidRequest, NotFound, Refusal, StoreError
 from gateway.ids import new_id
@@ -40,6 +41,7 @@ from gateway.store.sqlite_rows import (
 
 T = TypeVar("T")
 Conn = sqlite3.Connection
+_REJECTED = "SELECT COUNT(*) FROM actions WHERE run_id = ? AND status = 'rejected'"
 _RUN_STATE_SQL = f"SELECT {RUN_STATE_COLUMNS} FROM runs WHERE run_id = ?"
 
 
@@ -66,6 +68,7 @@ class SQLiteBase:
         self._held = HeldChains()
         self._bodies = KnownBodies()
         self._long_reads = LongReads()
+        self.refusal_limits = RefusalLimits()  # `limits.refusals`, set by the app (docs/limits.md)
 
     @property
     def clock(self) -> Clock:
@@ -306,6 +309,30 @@ class SQLiteBase:
             raise NotFound(f"no action {action_id}")
         return action_from_row(row)
 
+    def _refusal_allowed(self, conn: Conn, run_id: str, epoch: int | None, refusal: Refusal, now: float) -> None:
+        """Whether one more refusal may be recorded for this token and run (docs/limits.md).
+
+        Raises (aborting the caller's transaction, so nothing of the call is written): Refusal
+        `rate_limited` with `retry_after_s` past the token's refusal rate; the refusal itself,
+        `recorded: false`, once the run keeps `max_per_run` refusals."""
+        limits = self.refusal_limits
+        if limits.max_per_run is not None:
+            (kept,) = conn.execute(_REJECTED, (run_id,)).fetchone()
+            if kept >= limits.max_per_run:
+                raise Refusal(refusal.code, refusal.message, **{**refusal.details, "recorded": False})
+        if limits.rate is not None:
+            from gateway.store.sqlite_limits import take  # the rate arithmetic's one home
+
+            refused = take(conn, [(refusal_scope(run_id, epoch), limits.rate)], now)
+            if refused is not None:
+                raise Refusal(
+                    "rate_limited",
+                    f"too many refused calls for this lease token; try again in {refused[1]:.3g} s",
+                    limit="refusals",
+                    refused_code=refusal.code,
+                    retry_after_s=round(refused[1], 3),
+                )
+
     def _reject(
         self,
         conn: Conn,
@@ -319,7 +346,9 @@ class SQLiteBase:
         worker: str | None,
         effect: str = "unknown",
     ) -> str:
+        self._refusal_allowed(conn, run.run_id, epoch, refusal, now)
         action_id = new_id("act")
+        tool = recorded_tool(tool)  # bounded: a caller can make a refusal of any size (domain/refusals.py)
         conn.execute(
             "INSERT INTO actions (action_id, run_id, tenant, lineage_id, tool, effect, payload_sha256, status, code, "
             "reason, epoch, worker, created_at, settled_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'rejected', ?, ?, ?, ?, ?, ?)",
@@ -332,7 +361,7 @@ class SQLiteBase:
                 effect,
                 payload_sha256,
                 refusal.code,
-                refusal.message,
+                recorded_reason(refusal.message),
                 epoch,
                 worker,
                 now,

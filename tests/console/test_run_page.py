@@ -221,3 +221,20 @@ async def test_the_confirmation_page_of_a_finished_run_says_its_form_will_be_ref
         refused = await browser.post(f"/console/runs/{rid}/resume", data={"csrf": csrf_of(again.text)})
     assert refused.status_code == 409 and "run_cancelled" in refused.text
     assert await status_in_store(api, rid) is RunStatus.CANCELLED
+
+
+async def test_a_revoked_keys_timeline_ends_within_a_second_and_its_session_is_signed_out(api: Api) -> None:
+    run = await create_run(api)
+    created = await create_key(api, "console-watcher2", ["auditor"])
+    async with signed_in(api, created["key"]) as browser:
+        async with browser.stream("GET", f"/console/runs/{run['run_id']}/events", headers=STREAM) as r:
+            reader = Reader(r)
+            with anyio.fail_after(WAIT):
+                assert (await reader.next()) is not None  # run_created: the stream is live
+                async with api.client("ops") as ops:
+                    assert (await ops.post(f"/api/keys/{created['key_id']}/revoke", json={})).status_code == 200
+            with anyio.fail_after(1.5):  # KEY_RECHECK_S (0.5) plus one poll, on a loaded machine
+                while (await reader.next()) is not None:
+                    pass
+        page = await browser.get(f"/console/runs/{run['run_id']}")
+    assert page.status_code in (303, 302) or "/console/login" in str(page.url)

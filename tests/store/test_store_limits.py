@@ -162,3 +162,27 @@ async def test_a_second_gateway_process_on_the_same_store_sees_the_same_counts(w
         assert code_of(await other.call(fresh.token, "t__read", {"q": "x"})) is None
     finally:
         await other_store.close()
+
+
+async def test_a_tokens_refusals_past_its_rate_are_answered_rate_limited_and_not_recorded(world: World) -> None:
+    from gateway.domain.refusals import RefusalLimits
+    from gateway.errors import Refusal
+
+    world.store.refusal_limits = RefusalLimits(rate=Rate(3, 60.0), max_per_run=None)
+    run = await world.new_run()
+    denied = Refusal("forbidden", "no")
+    for _ in range(3):
+        await world.store.record_rejection(
+            run.run_id, tool="t__x", payload_sha256="0" * 64, refusal=denied, epoch=1, worker="worker-1"
+        )
+    with pytest.raises(Refusal) as raised:
+        await world.store.record_rejection(
+            run.run_id, tool="t__x", payload_sha256="0" * 64, refusal=denied, epoch=1, worker="worker-1"
+        )
+    assert raised.value.code == "rate_limited" and raised.value.details["refused_code"] == "forbidden"
+    actions = await world.store.list_actions("acme", run.run_id, limit=100)
+    assert len([a for a in actions.items if a.status is ActionStatus.REJECTED]) == 3
+    world.clock.advance(60)
+    await world.store.record_rejection(
+        run.run_id, tool="t__x", payload_sha256="0" * 64, refusal=denied, epoch=1, worker="worker-1"
+    )
