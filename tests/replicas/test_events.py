@@ -86,3 +86,25 @@ async def test_events_admitted_through_a_stream_from_b_in_order_none_missing(sha
     assert max(followed) < LATE, followed
     p50, worst = statistics.median(followed) * 1000, max(followed) * 1000
     print(f"{len(streamed)} entries streamed from B, {len(followed)} live: p50 {p50:.0f} ms, max {worst:.0f} ms")
+
+
+async def test_a_key_revoked_through_a_ends_its_stream_on_b_within_a_second(shared_cluster: Cluster) -> None:
+    a, b = shared_cluster.replicas
+    run_id, _ = await shared_cluster.start_run(via=a)
+    name = f"watcher-{secrets.token_hex(4)}"
+    created = await a.ok("POST", "/api/keys", "admin", json={"name": name, "roles": ["auditor"]})
+    headers = {"Authorization": f"Bearer {created['key']}", "Accept": "text/event-stream"}
+    async with (
+        httpx.AsyncClient(timeout=httpx.Timeout(WAIT, read=None)) as http,
+        http.stream("GET", f"{b.url}/api/runs/{run_id}/events", headers=headers) as answer,
+    ):
+        assert answer.status_code == 200
+        lines = answer.aiter_lines()
+        with anyio.fail_after(WAIT):
+            async for line in lines:
+                if line.startswith("data: "):
+                    break  # the stream on B is live
+        await a.ok("POST", f"/api/keys/{created['key_id']}/revoke", "admin", json={})
+        with anyio.fail_after(1.5):  # KEY_RECHECK_S (0.5) plus a poll, on a loaded machine
+            async for _ in lines:
+                pass
