@@ -178,3 +178,17 @@ async def test_only_the_watchdog_lease_holder_acts_and_another_takes_over_when_i
         assert not (await first.tick()).holding
     finally:
         await other_store.close()
+
+
+async def test_a_damaged_counter_row_stops_neither_the_tick_nor_the_watch_of_other_runs(world: World) -> None:
+    from tests.store.test_store_counters import damage
+
+    bad = await world.new_run(expires_in="24h", lease_ttl="48h")
+    good = await world.new_run(expires_in="10m", lease_ttl="1h")
+    damage(world, bad.run_id, 1.0e19 if world.backend.name == "sqlite" else 2**62)
+    world.clock.advance(600)
+    tick = await watchdog(world).tick()
+    assert tick.sweep is not None and good.run_id in tick.sweep.runs_expired
+    assert (await world.run(good.run_id)).status is RunStatus.EXPIRED
+    other = await world.new_run()
+    assert [r.run_id for r in (await world.store.watch_state()).runs] == [other.run_id]
