@@ -18,7 +18,7 @@ from gateway.catalog import Catalog
 from gateway.clock import Clock
 from gateway.config import ApiKey
 from gateway.domain.contract import Contract, parse_contract
-from gateway.domain.lifecycle import ActionStatus
+from gateway.domain.lifecycle import ActionStatus, RunEvent, transition
 from gateway.domain.revision import Change, Effect, classify, merge_patch, require_narrowing
 from gateway.domain.units import parse_money
 from gateway.errors import Conflict, InvalidRequest
@@ -63,7 +63,16 @@ class Gateway:
     ) -> tuple[RunRecord, dict[str, Any]]:
         """Resume reconciles reality first: `unknown` actions are looked up, artifacts and sources
         read again (a changed one invalidates the milestones that used it), then the run goes on.
-        Returns the run and what the reconciliation found."""
+        Returns the run and what the reconciliation found.
+
+        Raises: NotFound, Conflict `invalid_transition` or Refusal `run_<status>` when the run cannot
+        resume, before anything is looked up or invalidated: a refused control changes nothing.
+        """
+        run = await self.store.get_run(principal.tenant, run_id)
+        if self.clock.now() >= run.deadline:
+            # Past its deadline the store records the expiry and refuses, before any re-check.
+            return await self.store.resume(principal, run_id, reason), {}
+        transition(run.status, RunEvent.RESUME)  # the store checks it again in its transaction
         found = await self.reconcile_reality(principal, run_id)
         return await self.store.resume(principal, run_id, reason), found
 
