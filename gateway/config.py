@@ -48,6 +48,9 @@ class KeyEntry(BaseModel):
     tenant: str = Field(min_length=1, max_length=128)
     roles: list[Role] = Field(min_length=1)
     key_env: str = Field(min_length=1)
+    # An admin for the whole gateway, not one tenant: only such a key accepts a changed downstream
+    # tool definition, which every tenant's agents see (tool pins are gateway-wide).
+    gateway_admin: bool = False
 
 
 class WebhookEntry(BaseModel):
@@ -227,6 +230,7 @@ class ApiKey:
     tenant: str
     roles: frozenset[str]
     key_sha256: str
+    gateway_admin: bool = False
 
 
 @dataclass(frozen=True)
@@ -367,7 +371,9 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         reconcile_every=parse_duration(wd.reconcile_every),
     )
     keys = tuple(
-        ApiKey(k.name, k.tenant, frozenset(k.roles), hashlib.sha256(env[k.key_env].encode()).hexdigest())
+        ApiKey(
+            k.name, k.tenant, frozenset(k.roles), hashlib.sha256(env[k.key_env].encode()).hexdigest(), k.gateway_admin
+        )
         for k in raw.api_keys
     )
     base = path.parent

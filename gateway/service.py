@@ -52,6 +52,17 @@ class Gateway:
                 return Principal(name=key.name, tenant=key.tenant, roles=key.roles)
         return None
 
+    def decides_for_every_tenant(self, principal: Principal) -> bool:
+        """Whether `principal` may make a gateway-wide decision (accept a tool pin every tenant's
+        agents will see): a configured key marked `gateway_admin`, or any admin while every
+        configured key belongs to the principal's own tenant (then there is no other tenant)."""
+        configured = principal.key_id is None  # a key created through the API is never gateway-wide
+        if configured and any(
+            k.gateway_admin and k.name == principal.name and k.tenant == principal.tenant for k in self.api_keys
+        ):
+            return True
+        return "admin" in principal.roles and all(k.tenant == principal.tenant for k in self.api_keys)
+
     async def pause(self, principal: Principal, run_id: str, reason: str | None) -> RunRecord:
         return await self.store.pause(principal, run_id, reason)
 
