@@ -40,6 +40,8 @@ class Listen(BaseModel):
     model_config = ConfigDict(extra="forbid")
     host: str = "127.0.0.1"
     port: int = Field(default=8700, ge=0, le=65535)
+    # On loopback every route refuses another Host (gateway/host_guard.py); these may reach it too.
+    allowed_hosts: list[str] = []
 
 
 class KeyEntry(BaseModel):
@@ -289,6 +291,7 @@ class Settings:
     policy_files: tuple[Path, ...]
     ledger_key: bytes
     webhooks: tuple[Webhook, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()  # `listen.allowed_hosts` (gateway/host_guard.py)
     watchdog: WatchdogSettings = WatchdogSettings()
     artifacts: ArtifactSettings = ArtifactSettings()
     # Milestone validators by name (`validators:` in warrant.yaml), imported at start-up.
@@ -384,6 +387,7 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         path=path,
         database=database,
         host=raw.listen.host,
+        allowed_hosts=tuple(raw.listen.allowed_hosts),
         port=raw.listen.port,
         api_keys=keys,
         adapter_files=tuple((base / p).resolve() for p in raw.adapters),
