@@ -36,6 +36,7 @@ from gateway.console import console_routes
 from gateway.errors import ConfigError, NotFound
 from gateway.evidence import build_fetcher
 from gateway.gate import Gate
+from gateway.host_guard import HostGuard, guards
 from gateway.limits import BodyCap
 from gateway.mcp_front import LeaseTokenGuard, build_mcp_server, fast_path, mcp_app, running
 from gateway.observe import healthz, metrics
@@ -189,7 +190,10 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         routes=routes,
         lifespan=lifespan,
         exception_handlers={404: not_found, 405: method_not_allowed},
-        middleware=[Middleware(DrainGuard, drain=drain)],
+        middleware=[
+            *([Middleware(HostGuard, allowed=settings.allowed_hosts)] if guards(settings.host) else []),
+            Middleware(DrainGuard, drain=drain),
+        ],
     )
     app.state.drain = drain
     app.state.limits = limits  # the API's body cap and rates (gateway/api/routes.py)

@@ -29,6 +29,7 @@ from jsonschema.protocols import Validator
 from gateway.adapters.base import Adapter, ToolDefinition
 from gateway.domain.admission import Reservation
 from gateway.domain.contract import ApprovalRule
+from gateway.domain.formats import format_checker
 from gateway.domain.quick_schema import Check, compile_check
 from gateway.domain.units import parse_money
 from gateway.errors import ConfigError
@@ -105,6 +106,8 @@ class ToolSpec:
         return problems[:20]
 
 
+FORMAT_CHECKER = format_checker()  # `format` is asserted: gateway/domain/formats.py
+
 _DIALECTS: dict[type[Any], str] = {
     jsonschema.Draft6Validator: "draft6",
     jsonschema.Draft7Validator: "draft7",
@@ -116,12 +119,13 @@ _DIALECTS: dict[type[Any], str] = {
 def quick_check_of(validator: Validator) -> Check | None:
     """The quick check of the validator's schema, when its dialect and keywords allow one.
 
-    Only for a validator without a format checker: the quick check takes `format` for the
-    annotation it then is."""
+    With a format checker (the gateway's validators have one), a schema naming a `format` is
+    left to `jsonschema`, which asserts it."""
     dialect = _DIALECTS.get(type(validator))
-    if dialect is None or getattr(validator, "format_checker", None) is not None:
+    if dialect is None:
         return None
-    return compile_check(validator.schema, dialect)
+    formats = getattr(validator, "format_checker", None) is not None
+    return compile_check(validator.schema, dialect, formats=formats)
 
 
 def exposed_name(adapter: str, definition: ToolDefinition) -> str:
@@ -235,7 +239,7 @@ class Catalog:
             # The hint that counts is the one an operator (or first use) trusted with the pin.
             trusted_annotations = pinned.definition.get("annotations") if pinned is not None else None
         hint = bool(adapter.trust_read_only_hint and (trusted_annotations or {}).get("readOnlyHint") is True)
-        validator = validator_cls(definition.input_schema)
+        validator = validator_cls(definition.input_schema, format_checker=FORMAT_CHECKER)
         return ToolSpec(
             name=name,
             adapter=adapter,

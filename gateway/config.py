@@ -41,6 +41,8 @@ class Listen(BaseModel):
     model_config = ConfigDict(extra="forbid")
     host: str = "127.0.0.1"
     port: int = Field(default=8700, ge=0, le=65535)
+    # On loopback every route refuses another Host (gateway/host_guard.py); these may reach it too.
+    allowed_hosts: list[str] = []
 
 
 class KeyEntry(BaseModel):
@@ -49,6 +51,9 @@ class KeyEntry(BaseModel):
     tenant: str = Field(min_length=1, max_length=128)
     roles: list[Role] = Field(min_length=1)
     key_env: str = Field(min_length=1)
+    # An admin for the whole gateway, not one tenant: only such a key accepts a changed downstream
+    # tool definition, which every tenant's agents see (tool pins are gateway-wide).
+    gateway_admin: bool = False
 
 
 class WebhookEntry(BaseModel):
@@ -239,6 +244,7 @@ class ApiKey:
     tenant: str
     roles: frozenset[str]
     key_sha256: str
+    gateway_admin: bool = False
 
 
 @dataclass(frozen=True)
@@ -297,6 +303,7 @@ class Settings:
     policy_files: tuple[Path, ...]
     ledger_key: bytes
     webhooks: tuple[Webhook, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()  # `listen.allowed_hosts` (gateway/host_guard.py)
     watchdog: WatchdogSettings = WatchdogSettings()
     artifacts: ArtifactSettings = ArtifactSettings()
     # Milestone validators by name (`validators:` in warrant.yaml), imported at start-up.
@@ -379,7 +386,9 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         reconcile_every=parse_duration(wd.reconcile_every),
     )
     keys = tuple(
-        ApiKey(k.name, k.tenant, frozenset(k.roles), hashlib.sha256(env[k.key_env].encode()).hexdigest())
+        ApiKey(
+            k.name, k.tenant, frozenset(k.roles), hashlib.sha256(env[k.key_env].encode()).hexdigest(), k.gateway_admin
+        )
         for k in raw.api_keys
     )
     base = path.parent
@@ -390,6 +399,7 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         path=path,
         database=database,
         host=raw.listen.host,
+        allowed_hosts=tuple(raw.listen.allowed_hosts),
         port=raw.listen.port,
         api_keys=keys,
         adapter_files=tuple((base / p).resolve() for p in raw.adapters),

@@ -435,6 +435,7 @@ class Gate:
             valid_for=parse_duration(rule.valid_for),
             on_expiry=rule.on_expiry,
             requested_by=info.granted_by,
+            worker=info.worker,
             evidence=evidence,
             rationale=rationale,
         )

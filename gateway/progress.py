@@ -26,6 +26,7 @@ from gateway.domain.checks import (
     milestone_status,
     parse_check,
 )
+from gateway.domain.lifecycle import RunStatus
 from gateway.errors import Refusal
 from gateway.evidence import Fetcher, recheck_artifact, recheck_source, run_checks
 from gateway.gate import CallResult, Gate, budget_remaining
@@ -201,8 +202,10 @@ class Progress:
         if dead is not None:
             return dead
         # The agent's claim is checked against the evidence as it is now, not as it was when each
-        # milestone was verified: an artifact changed since invalidates its milestone first.
-        await self.recheck(info.run, by=info.worker)
+        # milestone was verified: an artifact changed since invalidates its milestone first. A run
+        # that cannot complete (paused, waiting) is refused by the store before anything is re-read.
+        if info.run.status is RunStatus.RUNNING:
+            await self.recheck(info.run, by=info.worker)
         done = await self.store.complete_run(info.run.run_id, epoch=info.epoch, worker=info.worker, summary=summary)
         if isinstance(done, Refused):
             return CallResult.refused(done.refusal, done.action_id)

@@ -19,7 +19,7 @@ from gateway.clock import Clock
 from gateway.config import ApiKey
 from gateway.domain.approvals import policy_problems
 from gateway.domain.contract import ApprovalRule, Contract, parse_contract
-from gateway.domain.lifecycle import ActionStatus
+from gateway.domain.lifecycle import ActionStatus, RunEvent, transition
 from gateway.domain.revision import Change, Effect, classify, merge_patch, require_narrowing
 from gateway.domain.units import parse_money
 from gateway.errors import Conflict, InvalidRequest
@@ -75,6 +75,17 @@ class Gateway:
                 problems=problems,
             )
 
+    def decides_for_every_tenant(self, principal: Principal) -> bool:
+        """Whether `principal` may make a gateway-wide decision (accept a tool pin every tenant's
+        agents will see): a configured key marked `gateway_admin`, or any admin while every
+        configured key belongs to the principal's own tenant (then there is no other tenant)."""
+        configured = principal.key_id is None  # a key created through the API is never gateway-wide
+        if configured and any(
+            k.gateway_admin and k.name == principal.name and k.tenant == principal.tenant for k in self.api_keys
+        ):
+            return True
+        return "admin" in principal.roles and all(k.tenant == principal.tenant for k in self.api_keys)
+
     async def pause(self, principal: Principal, run_id: str, reason: str | None) -> RunRecord:
         return await self.store.pause(principal, run_id, reason)
 
@@ -86,7 +97,16 @@ class Gateway:
     ) -> tuple[RunRecord, dict[str, Any]]:
         """Resume reconciles reality first: `unknown` actions are looked up, artifacts and sources
         read again (a changed one invalidates the milestones that used it), then the run goes on.
-        Returns the run and what the reconciliation found."""
+        Returns the run and what the reconciliation found.
+
+        Raises: NotFound, Conflict `invalid_transition` or Refusal `run_<status>` when the run cannot
+        resume, before anything is looked up or invalidated: a refused control changes nothing.
+        """
+        run = await self.store.get_run(principal.tenant, run_id)
+        if self.clock.now() >= run.deadline:
+            # Past its deadline the store records the expiry and refuses, before any re-check.
+            return await self.store.resume(principal, run_id, reason), {}
+        transition(run.status, RunEvent.RESUME)  # the store checks it again in its transaction
         found = await self.reconcile_reality(principal, run_id)
         return await self.store.resume(principal, run_id, reason), found
 

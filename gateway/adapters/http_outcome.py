@@ -36,10 +36,12 @@ passed through `Redactor` first. Messages name the adapter and the HTTP status, 
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import json
 import logging
 import re
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
@@ -62,14 +64,21 @@ _COST = re.compile(r"\d{1,15}(\.\d+)?", re.ASCII)
 
 
 class Redactor:
-    """Removes the adapter's secrets from text the destination sends back (it may echo a header)."""
+    """Removes the adapter's secrets from text the destination sends back (it may echo a header),
+    also in the encodings an echo commonly takes: any letter case, URL-encoding (`%XX`, `+`) and
+    base64 (standard and URL-safe, inside a longer encoded text too, as in `Basic` credentials)."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self._secrets = sorted({s for s in secrets if len(s) >= MIN_SECRET}, key=len, reverse=True)
+        plain = sorted({v for s in self._secrets for v in _plain_forms(s)}, key=len, reverse=True)
+        encoded = sorted({v for s in self._secrets for v in _base64_forms(s)}, key=len, reverse=True)
+        self._plain = re.compile("|".join(map(re.escape, plain)), re.IGNORECASE) if plain else None
+        self._encoded = re.compile("|".join(map(re.escape, encoded))) if encoded else None
 
     def text(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
+        for pattern in (self._plain, self._encoded):
+            if pattern is not None:
+                text = pattern.sub(REDACTED, text)
         return text
 
     def value(self, value: Any) -> Any:
@@ -82,7 +91,29 @@ class Redactor:
         return value
 
     def found_in(self, text: str) -> bool:
-        return any(secret in text for secret in self._secrets)
+        return any(p is not None and p.search(text) is not None for p in (self._plain, self._encoded))
+
+
+MIN_BASE64_SECRET = 8  # a shorter secret's base64 fragment is too short to tell from other text
+
+
+def _plain_forms(secret: str) -> set[str]:
+    """The secret and its URL-encodings (matched in any letter case)."""
+    return {secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret, safe="")}
+
+
+def _base64_forms(secret: str) -> set[str]:
+    """The base64 characters that depend on the secret's bytes alone, at each of the three byte
+    offsets it may have inside a longer encoded text, in both alphabets."""
+    raw = secret.encode()
+    if len(raw) < MIN_BASE64_SECRET:
+        return set()
+    forms: set[str] = set()
+    for offset in range(3):
+        start, end = -(-8 * offset // 6), (8 * offset + 8 * len(raw)) // 6
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            forms.add(encode(b"\0" * offset + raw).decode()[start:end])
+    return forms
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@
     GET  /api/tools/pending                definitions waiting for an operator, with a diff
     POST /api/tools/{name}/accept          {definition_sha256}: pin exactly the definition shown
 
-Pins are gateway-wide, so accepting one is an admin's decision (`tools.accept`).
+Pins are gateway-wide, so accepting one is an admin's decision (`tools.accept`), and, where the
+gateway serves more than one tenant, only a `gateway_admin` key's (Gateway.decides_for_every_tenant).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from starlette.routing import Route
 from gateway.api.routes import endpoint, read_model
 from gateway.catalog import PinState, ToolSpec
 from gateway.clock import isoformat
-from gateway.errors import NotFound
+from gateway.errors import Forbidden, NotFound
 from gateway.pins import definition_json
 from gateway.service import Gateway
 from gateway.store.records import Principal
@@ -91,6 +92,9 @@ async def accept(request: Request, principal: Principal, gateway: Gateway) -> Re
     name = request.path_params["name"]
     if gateway.pins is None:
         raise NotFound(f"no tool {name}")
+    if not gateway.decides_for_every_tenant(principal):
+        # Every tenant's agents see the accepted definition: one tenant's admin may not rug-pull the others.
+        raise Forbidden(f"the key {principal.name!r} is one tenant's admin; a gateway_admin key accepts tool pins")
     spec = await gateway.pins.accept(name, body.definition_sha256, principal)
     return JSONResponse(tool_view(spec))
 

@@ -12,8 +12,9 @@ So a gap here can cost time, never let invalid arguments through.
 Understood: `type`, `properties`, `required`, `additionalProperties` (a boolean or a schema),
 `items` (one schema), `minItems`, `maxItems`, `minLength`, `maxLength`, `minimum`, `maximum`,
 `enum` of strings, boolean schemas, and annotations (`title`, `description`, `default`,
-`examples`, `$comment`, `$schema`, `deprecated`, `readOnly`, `writeOnly`, `format`, which
-`jsonschema` does not assert without a format checker, and `x-` extensions). Dialects: draft 6
+`examples`, `$comment`, `$schema`, `deprecated`, `readOnly`, `writeOnly`, `format` (only where
+the validator has no format checker; the gateway's has one, gateway/domain/formats.py, so a schema
+naming a format is left to `jsonschema`), and `x-` extensions). Dialects: draft 6
 and later, where 1.0 is an integer.
 """
 
@@ -56,14 +57,27 @@ class _Unsupported(Exception):
     pass
 
 
-def compile_check(schema: Any, dialect: str) -> Check | None:
-    """The quick check of `schema` (valid per its `dialect`), or None when it uses anything else."""
+def compile_check(schema: Any, dialect: str, *, formats: bool = False) -> Check | None:
+    """The quick check of `schema` (valid per its `dialect`), or None when it uses anything else.
+
+    `formats`: the validator asserts `format`, so a schema that names one is left to it."""
     if dialect not in DIALECTS:
         return None
     try:
+        if formats and _names_format(schema):
+            return None
         return _compile(schema)
     except _Unsupported:
         return None
+
+
+def _names_format(schema: Any) -> bool:
+    """Whether `format` appears as a key anywhere (a property so named too: that only costs time)."""
+    if isinstance(schema, Mapping):
+        return _FORMAT in schema or any(_names_format(sub) for sub in schema.values())
+    if isinstance(schema, list):
+        return any(_names_format(sub) for sub in schema)
+    return False
 
 
 def _compile(schema: Any) -> Check:

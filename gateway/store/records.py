@@ -195,7 +195,8 @@ class ApprovalRequest:
     decide_within: float
     valid_for: float
     on_expiry: str
-    requested_by: str
+    requested_by: str  # the key that granted the lease: it may not decide its own request
+    worker: str  # the worker that asked: a refusal of the request is recorded as its action
     evidence: Any = None
     rationale: str | None = None
 

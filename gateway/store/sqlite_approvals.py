@@ -73,7 +73,7 @@ class ApprovalOps(SQLiteBase):
                     payload_sha256=request.payload_sha256,
                     refusal=refusal,
                     epoch=facts.epoch,
-                    worker=request.requested_by,
+                    worker=request.worker,
                     effect="write",
                 )
                 return Refused(refusal, action_id)

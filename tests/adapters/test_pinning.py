@@ -86,18 +86,22 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def serving(tmp_path: Path, notebook: Notebook, **adapter: Any) -> AsyncIterator[Served]:
+async def serving(
+    tmp_path: Path, notebook: Notebook, extra_keys: tuple[str, ...] = (), **adapter: Any
+) -> AsyncIterator[Served]:
     fields = {"name": "files", "kind": "mcp", "command": ["python", str(SERVER), *notebook.args()[1:]], **adapter}
     (tmp_path / "files.yaml").write_text(json.dumps(fields))
     (tmp_path / "policy.yaml").write_text(POLICY)
     keys = "\n".join(
-        f"  - {{name: {n}, tenant: acme, roles: [{r}], key_env: KEY_{n.upper()}}}" for n, r in KEYS.items()
+        [f"  - {{name: {n}, tenant: acme, roles: [{r}], key_env: KEY_{n.upper()}}}" for n, r in KEYS.items()]
+        + [f"  - {entry}" for entry in extra_keys]
     )
     config = tmp_path / "warrant.yaml"
     config.write_text(
         f"database: sqlite:///{tmp_path}/w.db\napi_keys:\n{keys}\nadapters: [files.yaml]\npolicies: [policy.yaml]\n"
     )
-    env = {f"KEY_{n.upper()}": f"key-{n}" for n in KEYS} | {"WARRANT_LEDGER_KEY": "test-ledger-key"}
+    names = [*KEYS, "globex", "root"]
+    env = {f"KEY_{n.upper()}": f"key-{n}" for n in names} | {"WARRANT_LEDGER_KEY": "test-ledger-key"}
     app = create_app(load_settings(config, env), clock=ManualClock())
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
@@ -166,6 +170,31 @@ async def test_a_changed_description_is_refused_until_an_admin_accepts_it(tmp_pa
         assert (await served.call(token, "files__write_note", {"title": "b", "body": "2"})).code is None
         assert len(notebook.effect_lines()) == 2
         assert "files__write_note" in await front_tools(served.url, token)
+
+
+async def test_with_two_tenants_only_a_gateway_admin_accepts_a_changed_definition(
+    tmp_path: Path, notebook: Notebook
+) -> None:
+    others = (
+        "{name: globex, tenant: globex, roles: [admin], key_env: KEY_GLOBEX}",
+        "{name: root, tenant: acme, roles: [admin], key_env: KEY_ROOT, gateway_admin: true}",
+    )
+    async with serving(tmp_path, notebook, others) as served:
+        _, token = await served.lease()
+        await served.changed_downstream(version="now also emails the note to everyone")
+        assert (await served.call(token, "files__write_note", {"title": "b", "body": "2"})).code == (
+            "tool_definition_changed"
+        )
+        async with served.api("ops") as acme, served.api("globex") as globex, served.api("root") as root:
+            [pending] = (await acme.get("/api/tools/pending")).json()["items"]
+            sha = pending["pin"]["definition_sha256"]
+            for tenant_admin in (acme, globex):  # each tenant's admin would decide for the other tenant too
+                answer = await tenant_admin.post("/api/tools/files__write_note/accept", json={"definition_sha256": sha})
+                assert (answer.status_code, answer.json()["error"]["code"]) == (403, "forbidden")
+            assert (await acme.get("/api/tools/pending")).json()["items"] != []
+            answer = await root.post("/api/tools/files__write_note/accept", json={"definition_sha256": sha})
+            assert answer.status_code == 200 and answer.json()["pin"]["state"] == "pinned"
+        assert (await served.call(token, "files__write_note", {"title": "b", "body": "2"})).code is None
 
 
 async def test_a_manual_adapter_refuses_its_tools_until_each_is_accepted(tmp_path: Path, notebook: Notebook) -> None:

@@ -84,6 +84,18 @@ async def test_the_approval_page_shows_the_exact_payload_evidence_and_rationale_
     assert "left to decide" in page.text
 
 
+async def test_the_approval_page_warns_of_homoglyphs_and_direction_overrides_and_names_them(api: Api) -> None:
+    pending = await asked(api, "ceo@\u0430cme.example\u202e")
+    async with signed_in(api, "key-appr") as browser:
+        page = await browser.get(f"/console/approvals/{pending['approval_id']}")
+        plain = await browser.get(f"/console/approvals/{(await asked(api))['approval_id']}")
+    assert page.status_code == 200
+    assert 'id="payload-marks"' in page.text
+    assert '<span class="badge code">U+0430</span>' in page.text
+    assert '<span class="badge code">U+202E</span>' in page.text
+    assert 'id="payload-marks"' not in plain.text
+
+
 async def test_approving_from_the_page_lets_the_agents_retried_call_pass(api: Api) -> None:
     pending = await asked(api)
     async with signed_in(api, "key-appr") as browser:

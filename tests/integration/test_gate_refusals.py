@@ -106,6 +106,13 @@ CASES = [
     Case("constraint_violated", "constraint_violated", _calling("t__constrained", {"to": "eve@evil.example"})),
     Case("run_paused", "run_paused", _calling("t__read", {}), setup=_pause),
     Case("run_waiting", "run_waiting", _calling("t__write", {"text": "a"}), setup=_ask_approval),
+    Case(
+        "run_waiting_approval_gated",
+        "run_waiting",
+        _calling("t__write", {"text": "a"}),
+        setup=_ask_approval,
+        contract={"approvals": [{"tool": "t__write"}]},  # refused while asking for its own approval
+    ),
     Case("run_cancelled", "run_cancelled", _calling("t__read", {}), setup=_cancel),
     Case("run_expired", "run_expired", _calling("t__read", {}), setup=_advance(60), contract={"expires_in": "1m"}),
     Case("lease_superseded", "lease_superseded", _calling("t__read", {}), setup=_take_over),
@@ -229,6 +236,7 @@ async def test_a_refused_call_reaches_no_tool_and_is_answered_with_its_code(worl
     if case.recorded:
         rejected = await world.action(result.meta[META_ACTION_ID])
         assert (rejected.status, rejected.code, rejected.run_id) == (ActionStatus.REJECTED, case.code, run.run_id)
+        assert rejected.worker == "worker-1"  # the worker that called, never the key that granted its lease
         assert "action_rejected" in await world.event_types(run.run_id)
 
 

@@ -380,6 +380,61 @@ async def test_a_source_changed_during_a_pause_invalidates_the_milestone_that_us
     assert "/vendors.csv" in world.source.requests
 
 
+async def test_a_refused_resume_of_a_running_run_supersedes_no_review_and_invalidates_nothing(world: World) -> None:
+    run_id, token = await world.start()
+    comparison = world.artifact("comparison.md", b"# a beats b\n")
+    async with worker(world, token) as c:
+        _, body, _ = await call(
+            c, "warrant_milestone", {"milestone_id": "comparison", "evidence": {"artifacts": [comparison]}}
+        )
+        review = body["milestone"]["review_approval_id"]
+    (world.root / "comparison.md").write_bytes(b"# b beats a\n")  # a re-check would invalidate it
+    async with world.client("op") as c:
+        r = await c.post(f"/api/runs/{run_id}/resume", json={"reason": "not paused"})
+        assert r.status_code == 409 and r.json()["error"]["code"] == "invalid_transition"
+        recovery = (await c.get(f"/api/runs/{run_id}/recovery")).json()
+        events = [
+            e["type"] for e in (await c.get(f"/api/runs/{run_id}/events", params={"limit": 1000})).json()["items"]
+        ]
+    async with world.client("rev") as c:
+        assert (await c.get(f"/api/approvals/{review}")).json()["status"] == "pending"
+    item = next(m for m in recovery["milestones"]["items"] if m["milestone_id"] == "comparison")
+    assert item["status"] == "pending_review"
+    assert "milestone_invalidated" not in events
+
+
+async def test_a_resume_past_the_deadline_expires_the_run_before_any_re_check(world: World) -> None:
+    run_id, token = await world.start(expires_in="1h")
+    inventory = world.artifact("inventory.json", INVENTORY)
+    async with worker(world, token) as c:
+        await call(c, "warrant_milestone", {"milestone_id": "inventory", "evidence": {"artifacts": [inventory]}})
+    async with world.client("op") as c:
+        await c.post(f"/api/runs/{run_id}/pause", json={})
+        (world.root / "inventory.json").write_bytes(b"[]")
+        world.clock.advance(3601)
+        r = await c.post(f"/api/runs/{run_id}/resume", json={})
+        assert r.status_code == 409 and r.json()["error"]["code"] == "run_expired"
+        recovery = (await c.get(f"/api/runs/{run_id}/recovery")).json()
+    assert recovery["status"] == "expired"
+    assert recovery["milestones"]["verified"] == ["inventory"]
+
+
+async def test_a_completion_refused_for_a_paused_run_reads_no_evidence_again(world: World) -> None:
+    run_id, token = await world.start()
+    inventory = world.artifact("inventory.json", INVENTORY)
+    async with worker(world, token) as c:
+        await call(c, "warrant_milestone", {"milestone_id": "inventory", "evidence": {"artifacts": [inventory]}})
+    async with world.client("op") as c:
+        await c.post(f"/api/runs/{run_id}/pause", json={})
+    (world.root / "inventory.json").write_bytes(b"[]")
+    async with worker(world, token) as c:
+        _, body, _ = await call(c, "warrant_complete", {"summary": "done"})
+        assert body["error"]["code"] == "run_paused"
+    async with world.client("op") as c:
+        recovery = (await c.get(f"/api/runs/{run_id}/recovery")).json()
+    assert recovery["milestones"]["verified"] == ["inventory"]
+
+
 async def test_a_changed_artifact_makes_the_checkpoint_not_good_and_recovery_names_the_last_good(world: World) -> None:
     run_id, token = await world.start()
     v1 = world.artifact("inventory.json", INVENTORY)

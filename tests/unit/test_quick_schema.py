@@ -89,13 +89,17 @@ def test_anything_else_is_left_to_jsonschema(schema: dict[str, Any]) -> None:
     assert compile_check(schema, "draft2020-12") is None
 
 
-def test_draft_4_and_a_format_checker_are_left_to_jsonschema() -> None:
+def test_draft_4_and_a_format_under_a_format_checker_are_left_to_jsonschema() -> None:
     simple = {"type": "object", "properties": {"n": {"type": "integer"}}}
     assert compile_check(simple, "draft4") is None  # there, 1.0 is not an integer
     assert quick_check_of(jsonschema.Draft4Validator(simple)) is None
     assert quick_check_of(jsonschema.Draft202012Validator(simple)) is not None
     checked = jsonschema.Draft202012Validator(simple, format_checker=jsonschema.FormatChecker())
+    assert quick_check_of(checked) is not None  # no format named: nothing for the checker to assert
+    formatted = {"type": "object", "properties": {"n": {"type": "string", "format": "email"}}}
+    checked = jsonschema.Draft202012Validator(formatted, format_checker=jsonschema.FormatChecker())
     assert quick_check_of(checked) is None  # `format` asserts there
+    assert quick_check_of(jsonschema.Draft202012Validator(formatted)) is not None  # an annotation here
 
 
 def test_a_tool_schema_of_the_usual_shape_is_checked_quickly() -> None:

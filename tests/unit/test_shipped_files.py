@@ -11,6 +11,7 @@ from gateway.app import build_catalog
 from gateway.config import load_adapter, load_settings
 from gateway.domain.contract import parse_contract
 from gateway.errors import ConfigError
+from gateway.policy.expressions import compiled
 from gateway.policy.loader import load_policies
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,3 +50,23 @@ def test_every_example_contract_validates() -> None:
     assert len(paths) >= 2
     for path in paths:
         parse_contract(json.loads(path.read_text()))
+
+
+@pytest.mark.parametrize(
+    "to",
+    ["attacker@evil.example, ceo@acme.example", "attacker@evil.example\nceo@acme.example", "ceo@acme.example\n"],
+)
+def test_the_shipped_email_send_cannot_reach_outside_the_domain_without_an_approval(
+    monkeypatch: pytest.MonkeyPatch, to: str
+) -> None:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings(ROOT / "warrant.yaml", {"WARRANT_ADMIN_KEY": "k", "WARRANT_LEDGER_KEY": "l"})
+    catalog, _ = build_catalog(settings)
+    spec = catalog.get("email__send")
+    assert spec is not None and spec.policy is not None and spec.policy.approval is not None
+    arguments = {"to": to, "subject": "hello", "body": "hi"}
+    assert spec.argument_problems(arguments)  # the schema's format: email refuses it
+    assert spec.policy.approval.when is not None
+    assert compiled(spec.policy.approval.when).evaluate(arguments)  # and the rule asks for an approval
+    assert not compiled(spec.policy.approval.when).evaluate({**arguments, "to": "ceo@acme.example"})
