@@ -72,3 +72,19 @@ def run_entries(conn: Any, run_id: str) -> Iterator[EntryRow]:
         if len(page) < ENTRIES_PER_PAGE:
             return
         after = page[-1]["seq"]
+
+
+def run_statuses(conn: Any, table: str, run_id: str) -> dict[str, str]:
+    """`{id: status}` of one run's `actions` or `approvals` rows, for the replay check (replay.py)."""
+    column = {"actions": "action_id", "approvals": "approval_id"}[table]
+    statuses: dict[str, str] = {}
+    after = 0
+    while True:
+        rows = conn.execute(
+            f"SELECT seq, {column}, status FROM {table} WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (run_id, after, ENTRIES_PER_PAGE),
+        ).fetchall()
+        statuses.update((r[column], r["status"]) for r in rows)
+        if len(rows) < ENTRIES_PER_PAGE:
+            return statuses
+        after = rows[-1]["seq"]

@@ -1,0 +1,86 @@
+"""Replaying a run's chain against the state rows the gate decides from. Pure: fed by the rows.
+
+The chain says what happened to each action and each approval of a run (`action_admitted`,
+`action_settled`, `action_rejected`; `approval_requested`, `approval_<status>`,
+`approval_restored`, and an admit naming the approval it used). The current `status` of every
+`actions` and `approvals` row must be the one its last chained statement gives it, and every
+action or approval the chain names must still have its row. One row may stand unchained: an
+admitted read, whose one entry is written when it settles. Two edits behind the gateway's back
+change what the gate does, and both are caught here: a succeeded write marked `failed` (the
+identical write would be executed again) and a denied approval marked `approved` (the denied
+payload would be executed).
+
+What is not derived here yet (see docs/adr/0015-ledger-covers-state.md): the run row's counters,
+blobs, whole-run deletion and rollback to an older MAC'd head.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from gateway.store.chain import BadEntry, EntryRow
+
+_APPROVAL_DECIDED = "approval_"
+
+
+@dataclass
+class ChainState:
+    """What one run's chain says the status of each of its actions and approvals is now."""
+
+    actions: dict[str, str] = field(default_factory=dict)
+    approvals: dict[str, str] = field(default_factory=dict)
+
+    def feed(self, row: EntryRow) -> None:
+        """Fold one entry (already verified as linked and unedited) into the state."""
+        data = json.loads(row.body).get("data") or {}
+        if not isinstance(data, dict):
+            return
+        kind = row.type
+        action_id = data.get("action_id")
+        if kind == "action_admitted" and isinstance(action_id, str):
+            self.actions[action_id] = "admitted"
+            approval_id = data.get("approval_id")
+            if isinstance(approval_id, str):
+                self.approvals[approval_id] = "used"
+        elif kind == "action_settled" and isinstance(action_id, str) and isinstance(data.get("status"), str):
+            self.actions[action_id] = data["status"]
+        elif kind == "action_rejected" and isinstance(action_id, str):
+            self.actions[action_id] = "rejected"
+        approval_id = data.get("approval_id")
+        if not kind.startswith(_APPROVAL_DECIDED) or not isinstance(approval_id, str):
+            return
+        if kind == "approval_requested":
+            self.approvals[approval_id] = "pending"
+        elif kind == "approval_restored" and isinstance(data.get("status"), str):
+            self.approvals[approval_id] = data["status"]
+        else:
+            self.approvals[approval_id] = kind[len(_APPROVAL_DECIDED) :]
+
+
+def check_rows(
+    run_id: str, state: ChainState, actions: Mapping[str, str], approvals: Mapping[str, str]
+) -> BadEntry | None:
+    """The first row (`actions`/`approvals`: id -> current status) the chain contradicts, if any."""
+    for noun, derived, rows in (("action", state.actions, actions), ("approval", state.approvals, approvals)):
+        for row_id, status in sorted(rows.items()):
+            chained = derived.get(row_id)
+            if chained is None and noun == "action" and status == "admitted":
+                continue  # a read in flight: its one entry is chained when it settles
+            if chained is None:
+                return BadEntry(run_id, None, f"{noun}_unchained", f"{noun} {row_id} has a row the chain never names")
+            if chained != status:
+                return BadEntry(
+                    run_id, None, f"{noun}_row_edited", f"{noun} {row_id} is {status}, the chain says {chained}"
+                )
+        for row_id in sorted(set(derived) - set(rows)):
+            return BadEntry(run_id, None, f"{noun}_row_missing", f"{noun} {row_id} is in the chain, its row is gone")
+    return None
+
+
+def replayed(rows: Iterable[EntryRow], state: ChainState) -> Iterable[EntryRow]:
+    """`rows`, passed through while each is folded into `state` (one read of the chain serves both)."""
+    for row in rows:
+        yield row
+        state.feed(row)
