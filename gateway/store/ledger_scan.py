@@ -17,7 +17,7 @@ the GIL go every `YIELD_EVERY` entries (`time.sleep(0)`), and a waiting loop tak
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from gateway.store.chain import EntryRow, Head
@@ -88,3 +88,14 @@ def run_statuses(conn: Any, table: str, run_id: str) -> dict[str, str]:
         if len(rows) < ENTRIES_PER_PAGE:
             return statuses
         after = rows[-1]["seq"]
+
+
+def present_bodies(conn: Any, sha256s: Iterable[str]) -> set[str]:
+    """Which of `sha256s` the `blobs` table still holds, asked `RUNS_PER_PAGE` at a time."""
+    wanted = sorted(sha256s)
+    present: set[str] = set()
+    for start in range(0, len(wanted), RUNS_PER_PAGE):
+        chunk = wanted[start : start + RUNS_PER_PAGE]
+        marks = ", ".join("?" for _ in chunk)
+        present.update(r[0] for r in conn.execute(f"SELECT sha256 FROM blobs WHERE sha256 IN ({marks})", chunk))
+    return present

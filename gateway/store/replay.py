@@ -8,16 +8,17 @@ action or approval the chain names must still have its row. One row may stand un
 admitted read, whose one entry is written when it settles. Two edits behind the gateway's back
 change what the gate does, and both are caught here: a succeeded write marked `failed` (the
 identical write would be executed again) and a denied approval marked `approved` (the denied
-payload would be executed).
+payload would be executed). And every admitted write's payload body is still stored, or a
+`bodies_purged` entry of the chain names it (retention's purge writes one).
 
 What is not derived here yet (see docs/adr/0015-ledger-covers-state.md): the run row's counters,
-blobs, whole-run deletion and rollback to an older MAC'd head.
+whole-run deletion and rollback to an older MAC'd head.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 
 from gateway.store.chain import BadEntry, EntryRow
@@ -31,6 +32,8 @@ class ChainState:
 
     actions: dict[str, str] = field(default_factory=dict)
     approvals: dict[str, str] = field(default_factory=dict)
+    bodies: set[str] = field(default_factory=set)  # the payloads of admitted writes: stored before dispatch
+    purged: set[str] = field(default_factory=set)  # bodies a `bodies_purged` entry names
 
     def feed(self, row: EntryRow) -> None:
         """Fold one entry (already verified as linked and unedited) into the state."""
@@ -39,8 +42,12 @@ class ChainState:
             return
         kind = row.type
         action_id = data.get("action_id")
+        if kind == "bodies_purged":
+            self.purged.update(b for b in data.get("bodies") or () if isinstance(b, str))
         if kind == "action_admitted" and isinstance(action_id, str):
             self.actions[action_id] = "admitted"
+            if data.get("effect") == "write" and isinstance(data.get("payload_sha256"), str):
+                self.bodies.add(data["payload_sha256"])
             approval_id = data.get("approval_id")
             if isinstance(approval_id, str):
                 self.approvals[approval_id] = "used"
@@ -76,6 +83,13 @@ def check_rows(
                 )
         for row_id in sorted(set(derived) - set(rows)):
             return BadEntry(run_id, None, f"{noun}_row_missing", f"{noun} {row_id} is in the chain, its row is gone")
+    return None
+
+
+def check_bodies(run_id: str, state: ChainState, present: Set[str]) -> BadEntry | None:
+    """The first write payload the chain names whose body is gone with no purge entry for it."""
+    for sha256 in sorted(state.bodies - state.purged - present):
+        return BadEntry(run_id, None, "body_missing", f"body {sha256} is gone and no purge entry names it")
     return None
 
 

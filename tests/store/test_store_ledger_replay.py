@@ -51,3 +51,10 @@ async def test_verify_catches_a_deleted_action_row(world: World) -> None:
     action = await world.action(await world.call(run.token, "t__write", {"text": "gone"}))
     world.backend.delete_row("actions", "action_id", action.action_id)
     assert _bad(await world.store.verify_ledger()) == (run.run_id, "action_row_missing")
+
+
+async def test_verify_catches_a_deleted_payload_body(world: World) -> None:
+    run = await world.new_run()
+    action = await world.action(await world.call(run.token, "t__write", {"text": "kept"}))
+    world.backend.delete_row("blobs", "sha256", action.payload_sha256)
+    assert _bad(await world.store.verify_ledger()) == (run.run_id, "body_missing")
