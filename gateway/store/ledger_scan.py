@@ -99,3 +99,9 @@ def present_bodies(conn: Any, sha256s: Iterable[str]) -> set[str]:
         marks = ", ".join("?" for _ in chunk)
         present.update(r[0] for r in conn.execute(f"SELECT sha256 FROM blobs WHERE sha256 IN ({marks})", chunk))
     return present
+
+
+def run_facts(conn: Any, run_id: str) -> dict[str, Any]:
+    """The run row's columns the replay checks (replay.py `check_run`)."""
+    row = conn.execute("SELECT status, spec_version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    return {"status": row["status"], "spec_version": row["spec_version"]} if row is not None else {}

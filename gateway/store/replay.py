@@ -21,14 +21,19 @@ import json
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 
+from gateway.domain.lifecycle import RunStatus
 from gateway.store.chain import BadEntry, EntryRow
+
+_RUN_STATUSES = frozenset(f"run_{status.value}" for status in RunStatus)
 
 _APPROVAL_DECIDED = "approval_"
 
 
 @dataclass
 class ChainState:
-    """What one run's chain says the status of each of its actions and approvals is now."""
+    """What one run's chain says the status of the run and of each of its actions and approvals is now."""
+
+    run: dict[str, str] = field(default_factory=dict)  # the run row's status and spec_version
 
     actions: dict[str, str] = field(default_factory=dict)
     approvals: dict[str, str] = field(default_factory=dict)
@@ -41,6 +46,14 @@ class ChainState:
         if not isinstance(data, dict):
             return
         kind = row.type
+        if kind == "run_created":
+            self.run["status"] = RunStatus.RUNNING.value
+            if isinstance(data.get("spec_version"), str):
+                self.run["spec_version"] = data["spec_version"]
+        elif kind in _RUN_STATUSES:  # every status move is chained as run_<status> (SQLiteBase._set_status)
+            self.run["status"] = kind[len("run_") :]
+        elif kind == "run_revised" and isinstance(data.get("to"), str):
+            self.run["spec_version"] = data["to"]
         action_id = data.get("action_id")
         if kind == "bodies_purged":
             self.purged.update(b for b in data.get("bodies") or () if isinstance(b, str))
@@ -83,6 +96,16 @@ def check_rows(
                 )
         for row_id in sorted(set(derived) - set(rows)):
             return BadEntry(run_id, None, f"{noun}_row_missing", f"{noun} {row_id} is in the chain, its row is gone")
+    return None
+
+
+def check_run(run_id: str, state: ChainState, row: Mapping[str, object]) -> BadEntry | None:
+    """The first column of the run row (`status`, `spec_version`) the chain contradicts, if any."""
+    for column, chained in sorted(state.run.items()):
+        if row.get(column) != chained:
+            return BadEntry(
+                run_id, None, "run_row_edited", f"the run's {column} is {row.get(column)}, the chain says {chained}"
+            )
     return None
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from gateway.canonical import canonical_json
 from gateway.errors import InvalidRequest
 from gateway.store.chain import VerifyReport, verify_run
-from gateway.store.ledger_scan import present_bodies, run_count, run_entries, run_heads, run_statuses
+from gateway.store.ledger_scan import present_bodies, run_count, run_entries, run_facts, run_heads, run_statuses
 from gateway.store.records import (
     ActionRecord,
     EventRecord,
@@ -18,7 +18,7 @@ from gateway.store.records import (
     ToolPin,
     ToolPins,
 )
-from gateway.store.replay import ChainState, check_bodies, check_rows, replayed
+from gateway.store.replay import ChainState, check_bodies, check_rows, check_run, replayed
 from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
 from gateway.store.sqlite_rows import (
     action_from_row,
@@ -82,6 +82,8 @@ class RecordOps(SQLiteBase):
                 if bad is None:  # the chain holds: do the rows the gate decides from agree with it?
                     actions, approvals = run_statuses(conn, "actions", run_id), run_statuses(conn, "approvals", run_id)
                     bad = check_rows(run_id, state, actions, approvals)
+                if bad is None:
+                    bad = check_run(run_id, state, run_facts(conn, run_id))
                 if bad is None:
                     bad = check_bodies(run_id, state, present_bodies(conn, state.bodies - state.purged))
                 if bad is not None:

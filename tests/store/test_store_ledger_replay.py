@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.harness import World
+from tests.harness import OPS, World
 
 pytestmark = pytest.mark.anyio
 
@@ -58,3 +58,10 @@ async def test_verify_catches_a_deleted_payload_body(world: World) -> None:
     action = await world.action(await world.call(run.token, "t__write", {"text": "kept"}))
     world.backend.delete_row("blobs", "sha256", action.payload_sha256)
     assert _bad(await world.store.verify_ledger()) == (run.run_id, "body_missing")
+
+
+async def test_verify_catches_a_cancelled_run_marked_running(world: World) -> None:
+    run = await world.new_run()
+    await world.store.cancel(OPS, run.run_id, "stop", hard=False)
+    world.backend.set_row("runs", "run_id", run.run_id, status="running")
+    assert _bad(await world.store.verify_ledger()) == (run.run_id, "run_row_edited")
