@@ -65,3 +65,14 @@ async def test_verify_catches_a_cancelled_run_marked_running(world: World) -> No
     await world.store.cancel(OPS, run.run_id, "stop", hard=False)
     world.backend.set_row("runs", "run_id", run.run_id, status="running")
     assert _bad(await world.store.verify_ledger()) == (run.run_id, "run_row_edited")
+
+
+async def test_expired_approvals_a_cancel_and_a_successor_still_verify(world: World) -> None:
+    run = await world.new_run()
+    await world.call(run.token, "t__approve", {"text": "late"})
+    world.clock.advance(600)  # past decide_within: the next transaction expires it
+    await world.call(run.token, "t__write", {"text": "after"})
+    await world.store.cancel(OPS, run.run_id, "stop", hard=False)
+    await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
+    report = await world.store.verify_ledger()
+    assert (report.ok, report.first_bad) == (True, None)
