@@ -219,6 +219,10 @@ class Backend(Protocol):
 
     def set_head(self, run_id: str, *, seq: int, hash: str) -> None: ...
 
+    def set_row(self, table: str, key: str, value: str, **columns: Any) -> None: ...
+
+    def delete_row(self, table: str, key: str, value: str) -> None: ...
+
 
 class Tampering:
     """What a test does to the ledger behind the store's back, over the back end's own `_execute`
@@ -242,6 +246,14 @@ class Tampering:
     def swap_events(self, run_id: str, a: int, b: int) -> None:
         move = "UPDATE events SET seq = ? WHERE run_id = ? AND seq = ?"
         self._execute((move, (-1, run_id, a)), (move, (a, run_id, b)), (move, (b, run_id, -1)))
+
+    def set_row(self, table: str, key: str, value: str, **columns: Any) -> None:
+        """Edit a state row (`actions`, `approvals`, `runs`) where `key` = `value`."""
+        assignments = ", ".join(f"{column} = ?" for column in columns)
+        self._execute((f"UPDATE {table} SET {assignments} WHERE {key} = ?", (*columns.values(), value)))
+
+    def delete_row(self, table: str, key: str, value: str) -> None:
+        self._execute((f"DELETE FROM {table} WHERE {key} = ?", (value,)))
 
     def set_head(self, run_id: str, *, seq: int, hash: str) -> None:
         self._execute(("UPDATE chain_heads SET seq = ?, hash = ? WHERE run_id = ?", (seq, hash, run_id)))

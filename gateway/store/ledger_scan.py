@@ -17,7 +17,7 @@ the GIL go every `YIELD_EVERY` entries (`time.sleep(0)`), and a waiting loop tak
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from gateway.store.chain import EntryRow, Head
@@ -72,3 +72,36 @@ def run_entries(conn: Any, run_id: str) -> Iterator[EntryRow]:
         if len(page) < ENTRIES_PER_PAGE:
             return
         after = page[-1]["seq"]
+
+
+def run_statuses(conn: Any, table: str, run_id: str) -> dict[str, str]:
+    """`{id: status}` of one run's `actions` or `approvals` rows, for the replay check (replay.py)."""
+    column = {"actions": "action_id", "approvals": "approval_id"}[table]
+    statuses: dict[str, str] = {}
+    after = 0
+    while True:
+        rows = conn.execute(
+            f"SELECT seq, {column}, status FROM {table} WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (run_id, after, ENTRIES_PER_PAGE),
+        ).fetchall()
+        statuses.update((r[column], r["status"]) for r in rows)
+        if len(rows) < ENTRIES_PER_PAGE:
+            return statuses
+        after = rows[-1]["seq"]
+
+
+def present_bodies(conn: Any, sha256s: Iterable[str]) -> set[str]:
+    """Which of `sha256s` the `blobs` table still holds, asked `RUNS_PER_PAGE` at a time."""
+    wanted = sorted(sha256s)
+    present: set[str] = set()
+    for start in range(0, len(wanted), RUNS_PER_PAGE):
+        chunk = wanted[start : start + RUNS_PER_PAGE]
+        marks = ", ".join("?" for _ in chunk)
+        present.update(r[0] for r in conn.execute(f"SELECT sha256 FROM blobs WHERE sha256 IN ({marks})", chunk))
+    return present
+
+
+def run_facts(conn: Any, run_id: str) -> dict[str, Any]:
+    """The run row's columns the replay checks (replay.py `check_run`)."""
+    row = conn.execute("SELECT status, spec_version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    return {"status": row["status"], "spec_version": row["spec_version"]} if row is not None else {}

@@ -10,7 +10,7 @@ from typing import Any
 from gateway.canonical import canonical_json
 from gateway.errors import InvalidRequest
 from gateway.store.chain import VerifyReport, verify_run
-from gateway.store.ledger_scan import run_count, run_entries, run_heads
+from gateway.store.ledger_scan import present_bodies, run_count, run_entries, run_facts, run_heads, run_statuses
 from gateway.store.records import (
     ActionRecord,
     EventRecord,
@@ -18,6 +18,7 @@ from gateway.store.records import (
     ToolPin,
     ToolPins,
 )
+from gateway.store.replay import ChainState, check_bodies, check_rows, check_run, replayed
 from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
 from gateway.store.sqlite_rows import (
     action_from_row,
@@ -68,14 +69,23 @@ class RecordOps(SQLiteBase):
     async def verify_ledger(self, tenant: str | None = None) -> VerifyReport:
         """Every chain (of `tenant`, or all) recomputed, in pages, inside ONE read snapshot on a
         long-read connection (`_aside`): the gate's transactions never wait for it, and what it
-        reads is one committed state (gateway/store/ledger_scan.py)."""
+        reads is one committed state (gateway/store/ledger_scan.py). Each chain is also replayed
+        against its run's `actions` and `approvals` rows (gateway/store/replay.py)."""
 
         def read(conn: Conn) -> VerifyReport:
             runs = run_count(conn, tenant)
             total = 0
             for run_id, head in run_heads(conn, tenant):
-                count, bad = verify_run(run_id, run_entries(conn, run_id), head, self._key)
+                state = ChainState()
+                count, bad = verify_run(run_id, replayed(run_entries(conn, run_id), state), head, self._key)
                 total += count
+                if bad is None:  # the chain holds: do the rows the gate decides from agree with it?
+                    actions, approvals = run_statuses(conn, "actions", run_id), run_statuses(conn, "approvals", run_id)
+                    bad = check_rows(run_id, state, actions, approvals)
+                if bad is None:
+                    bad = check_run(run_id, state, run_facts(conn, run_id))
+                if bad is None:
+                    bad = check_bodies(run_id, state, present_bodies(conn, state.bodies - state.purged))
                 if bad is not None:
                     return VerifyReport(ok=False, runs=runs, entries=total, first_bad=bad)
             return VerifyReport(ok=True, runs=runs, entries=total, first_bad=None)

@@ -1,0 +1,78 @@
+"""Verify replays each chain against the state rows the gate decides from (gateway/store/replay.py).
+
+The edits go around the store, straight at the database, as someone with write access would; the
+chain itself stays intact, so only the replay can name them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.harness import OPS, World
+
+pytestmark = pytest.mark.anyio
+
+
+def _bad(report: object) -> tuple[str, str]:
+    bad = getattr(report, "first_bad", None)
+    assert bad is not None, "verify found nothing wrong"
+    return bad.run_id, bad.code
+
+
+async def test_a_ledger_of_writes_approvals_denials_and_refusals_still_verifies(world: World) -> None:
+    run = await world.new_run()
+    await world.call(run.token, "t__write", {"text": "a"})
+    approved = await world.call(run.token, "t__approve", {"text": "yes"})
+    await world.decide(approved)
+    await world.call(run.token, "t__approve", {"text": "yes"})
+    await world.decide(await world.call(run.token, "t__approve", {"text": "no"}), approve=False)
+    await world.call(run.token, "x__read", {"q": "outside"})
+    report = await world.store.verify_ledger()
+    assert (report.ok, report.first_bad) == (True, None)
+
+
+async def test_verify_catches_a_succeeded_write_marked_failed(world: World) -> None:
+    # A failed write's operation may be executed again: the edit would repeat a real side effect.
+    run = await world.new_run()
+    action = await world.action(await world.call(run.token, "t__write", {"text": "once"}))
+    world.backend.set_row("actions", "action_id", action.action_id, status="failed", code="upstream_error")
+    assert _bad(await world.store.verify_ledger()) == (run.run_id, "action_row_edited")
+
+
+async def test_verify_catches_a_denied_approval_marked_approved(world: World) -> None:
+    run = await world.new_run()
+    denied = await world.decide(await world.call(run.token, "t__approve", {"text": "pay"}), approve=False)
+    world.backend.set_row("approvals", "approval_id", denied.approval_id, status="approved")
+    assert _bad(await world.store.verify_ledger()) == (run.run_id, "approval_row_edited")
+
+
+async def test_verify_catches_a_deleted_action_row(world: World) -> None:
+    run = await world.new_run()
+    action = await world.action(await world.call(run.token, "t__write", {"text": "gone"}))
+    world.backend.delete_row("actions", "action_id", action.action_id)
+    assert _bad(await world.store.verify_ledger()) == (run.run_id, "action_row_missing")
+
+
+async def test_verify_catches_a_deleted_payload_body(world: World) -> None:
+    run = await world.new_run()
+    action = await world.action(await world.call(run.token, "t__write", {"text": "kept"}))
+    world.backend.delete_row("blobs", "sha256", action.payload_sha256)
+    assert _bad(await world.store.verify_ledger()) == (run.run_id, "body_missing")
+
+
+async def test_verify_catches_a_cancelled_run_marked_running(world: World) -> None:
+    run = await world.new_run()
+    await world.store.cancel(OPS, run.run_id, "stop", hard=False)
+    world.backend.set_row("runs", "run_id", run.run_id, status="running")
+    assert _bad(await world.store.verify_ledger()) == (run.run_id, "run_row_edited")
+
+
+async def test_expired_approvals_a_cancel_and_a_successor_still_verify(world: World) -> None:
+    run = await world.new_run()
+    await world.call(run.token, "t__approve", {"text": "late"})
+    world.clock.advance(600)  # past decide_within: the next transaction expires it
+    await world.call(run.token, "t__write", {"text": "after"})
+    await world.store.cancel(OPS, run.run_id, "stop", hard=False)
+    await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
+    report = await world.store.verify_ledger()
+    assert (report.ok, report.first_bad) == (True, None)
