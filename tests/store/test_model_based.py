@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
@@ -55,7 +55,9 @@ from tests.harness_postgres import PostgresBackend
 # Rules that hit a bug fixed on another branch of issue 26; each is skipped while listed here.
 #   "successor": a terminal run accepts any number of successors, each given the whole remaining
 #                budget, so the lineage overspends (branch `succ`, 409 successor_exists).
-KNOWN_OPEN: frozenset[str] = frozenset({"successor"})
+KNOWN_OPEN: frozenset[str] = frozenset({"successor"}) - frozenset(
+    os.environ.get("WARRANT_MODEL_RUN_OPEN", "").split(",")
+)  # WARRANT_MODEL_RUN_OPEN=successor runs the rule anyway (to watch it find the bug)
 
 EXAMPLES = int(os.environ.get("WARRANT_MODEL_EXAMPLES", "0"))
 SETTINGS = settings(
@@ -187,10 +189,13 @@ class GateModel(RuleBasedStateMachine):
         self._lease(data.draw(st.sampled_from(self._live())), takeover=True)
 
     @precondition(lambda self: self.model.tokens)
-    @rule(data=st.data(), tool=st.sampled_from(sorted(CALLS)))
-    def call(self, data: st.DataObject, tool: str) -> None:
-        held = data.draw(st.sampled_from(self.model.tokens))
-        before = self._run(self._snapshot())
+    @rule(data=st.data(), tools=st.lists(st.sampled_from(sorted(CALLS)), min_size=1, max_size=5))
+    def call(self, data: st.DataObject, tools: list[str]) -> None:
+        """A burst of calls, each by any token the model has seen (dead ones too)."""
+        for tool in tools:
+            self._call(data.draw(st.sampled_from(self.model.tokens)), tool)
+
+    def _call(self, held: Token, tool: str) -> None:
         self._run(self.store.acknowledge_spec(token_hash(held.token)))
         before = self._run(self._snapshot())
         result = self._run(self.gate.call(held.token, f"t__{tool}", CALLS[tool], None))
@@ -370,3 +375,22 @@ def test_random_sequences_keep_every_invariant_on_postgres(postgres_session: Pos
         return postgres_session
 
     _examples(make)
+
+
+def test_the_model_finds_a_store_that_skips_the_budget_check(
+    sqlite_files: Callable[[], Backend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The negative control: with the store's budget check sabotaged, the state machine must fail."""
+    import gateway.store.sqlite_gate
+
+    monkeypatch.setattr(gateway.store.sqlite_gate, "call_refusal", lambda run, facts, now: None)
+    global _fresh_backend
+    _fresh_backend = sqlite_files
+    try:
+        with pytest.raises(AssertionError, match="spent"):
+            run_state_machine_as_test(
+                GateModel,
+                settings=settings(SETTINGS, max_examples=30, phases=[Phase.generate], report_multiple_bugs=False),
+            )
+    finally:
+        _fresh_backend = None
