@@ -1,0 +1,396 @@
+"""A model-based test of the gate and store (issue 26, "What must be shown"), on both back ends.
+
+A Hypothesis `RuleBasedStateMachine` drives random sequences of create, lease, takeover, call
+(read, write, paid, approval-gated), approve, deny, pause, resume, cancel, successor, child,
+revise, usage and gateway restart (close the store, reopen it on the same SQLite file or
+PostgreSQL database) through the in-process Gate and the Store interface, as the integration tests
+do. The model keeps only what it expects (runs, which token holds which epoch, pending approvals,
+reported usage); every invariant is asserted against the REAL store rows after every step:
+
+- no lineage family spent more than its root contract on `spend`, `tool_calls` or `writes`: the sum
+  of `spent` over the root lineage's runs (successors included; an ended child's spend is already
+  folded into its parent) plus the `spent` of every live child, with `spend` counted net of the
+  usage the model reported (a reported cost is recorded, never refused: Store.report_usage);
+- no call was admitted with a dead epoch: every admitted call's token held the run's current epoch
+  in the model, and every action row's epoch is one the run granted;
+- no approval was used twice (at most one action row names it) nor decided by its requester;
+- every refused step changed nothing. "Nothing" is: every run row's status, epoch, spec version,
+  limits, reserved and spent counters; every approval's status; the set of action rows that are not
+  refusal records (status `rejected`); and the events, except entries of the refusal's own audit
+  types (`action_rejected`, REFUSAL_EVENTS) which a refusal may append;
+- `verify_ledger` says ok.
+
+Fixed example counts keep it well under a minute per back end; `WARRANT_MODEL_EXAMPLES=<n>` runs
+`n` examples of longer sequences (the nightly run, docs/testing.md).
+
+KNOWN_OPEN lists the rules that reach a bug another branch of issue 26 fixes; those rules are
+skipped while listed, never the invariant checks. Remove an entry when its fix is merged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+
+from gateway.clock import ManualClock
+from gateway.domain.contract import parse_contract
+from gateway.domain.leases import token_hash
+from gateway.domain.revision import merge_patch
+from gateway.errors import WarrantError
+from gateway.gate import Gate
+from gateway.store.records import ApprovalStatus, RunRecord
+from tests.harness import APPROVER, OPS, TENANT, Backend, SQLiteBackend, Tools, contract
+from tests.harness_postgres import PostgresBackend
+
+# Rules that hit a bug fixed on another branch of issue 26; each is skipped while listed here.
+#   "successor": a terminal run accepts any number of successors, each given the whole remaining
+#                budget, so the lineage overspends (branch `succ`, 409 successor_exists).
+KNOWN_OPEN: frozenset[str] = frozenset({"successor"}) - frozenset(
+    os.environ.get("WARRANT_MODEL_RUN_OPEN", "").split(",")
+)  # WARRANT_MODEL_RUN_OPEN=successor runs the rule anyway (to watch it find the bug)
+
+EXAMPLES = int(os.environ.get("WARRANT_MODEL_EXAMPLES", "0"))
+SETTINGS = settings(
+    max_examples=EXAMPLES or 6,
+    stateful_step_count=60 if EXAMPLES else 20,
+    deadline=None,
+    derandomize=not EXAMPLES,
+    database=None,
+)
+
+# A refusal may append its own audit record and nothing else.
+REFUSAL_EVENTS = frozenset({"action_rejected"})
+DIMS = ("spend", "tool_calls", "writes")
+ROOT_BUDGETS = {"spend": "0.50", "tool_calls": 8, "writes": 4, "active_seconds": 100000}
+CHILD = {
+    "goal": "a part of the job",
+    "spec_version": "c1",
+    "owner": "ops@acme.example",
+    "expires_in": "1h",
+    "budgets": {"spend": "0.10", "tool_calls": 3, "writes": 1, "active_seconds": 3600},
+    "authority": {"allow": ["t__paid", "t__write", "t__read", "t__approve"]},
+}
+CALLS = {"read": {"q": "x"}, "write": {"text": "w"}, "paid": {"text": "p"}, "approve": {"text": "a"}}
+
+
+@dataclass
+class Token:
+    token: str
+    run_id: str
+    epoch: int
+    worker: str
+
+
+@dataclass
+class Model:
+    roots: dict[str, dict[str, int]] = field(default_factory=dict)  # root lineage -> its root limits
+    family: dict[str, str] = field(default_factory=dict)  # run id -> root lineage it is accounted to
+    epochs: dict[str, int] = field(default_factory=dict)  # run id -> the epoch the model expects live
+    tokens: list[Token] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # approval ids nobody decided yet
+    usage: dict[str, int] = field(default_factory=dict)  # root lineage -> reported usage (minor units)
+    admitted: list[tuple[str, int]] = field(default_factory=list)  # (run id, epoch) of admitted calls
+    runs: list[str] = field(default_factory=list)
+
+
+# The backend every example of the current test uses: a factory so each example starts empty.
+_fresh_backend: Callable[[], Backend] | None = None
+
+
+class GateModel(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        assert _fresh_backend is not None
+        self.loop = asyncio.new_event_loop()
+        self.backend = _fresh_backend()
+        self.clock = ManualClock()
+        self.tools = Tools()
+        self.model = Model()
+        self.store = self.backend.store(self.clock, process_id="model-gateway")
+        self._run(self.store.open())
+        self.gate = Gate(self.store, self.tools.catalog(), self.clock)
+        self.workers = 0
+
+    def _run(self, coro: Any) -> Any:
+        return self.loop.run_until_complete(asyncio.wait_for(coro, 30))
+
+    def teardown(self) -> None:
+        try:
+            self._run(self.store.close())
+        finally:
+            self.loop.close()
+
+    # -- reading the real rows -------------------------------------------------------------
+    async def _runs(self) -> list[RunRecord]:
+        return [await self.store.get_run(TENANT, run_id) for run_id in self.model.runs]
+
+    async def _snapshot(self) -> dict[str, Any]:
+        """What a refused step must leave unchanged (see the module docstring)."""
+        runs = {
+            r.run_id: (r.status, r.epoch, r.spec_version, r.limits, r.reserved, r.spent) for r in await self._runs()
+        }
+        actions: set[tuple[str, str]] = set()
+        events: dict[str, list[tuple[int, str]]] = {}
+        approvals: dict[str, ApprovalStatus] = {}
+        for run_id in self.model.runs:
+            page = await self.store.list_actions(TENANT, run_id, limit=1000)
+            actions |= {(a.action_id, str(a.status)) for a in page.items if str(a.status) != "rejected"}
+            listed = await self.store.list_events(TENANT, run_id, limit=1000)
+            events[run_id] = [(e.seq, e.type) for e in listed if e.type not in REFUSAL_EVENTS]
+            for approval in (await self.store.list_approvals(TENANT, run_id=run_id, limit=1000)).items:
+                approvals[approval.approval_id] = approval.status
+        return {"runs": runs, "actions": actions, "events": events, "approvals": approvals}
+
+    def _refused_changes_nothing(self, step: Callable[[], Any]) -> Any:
+        """Run a step; when it is refused (a WarrantError), the snapshot must be unchanged."""
+        before = self._run(self._snapshot())
+        try:
+            return self._run(step())
+        except WarrantError:
+            after = self._run(self._snapshot())
+            assert after == before, "a refused step changed state"
+            return None
+
+    def _live(self) -> list[str]:
+        return [run_id for run_id in self.model.runs if run_id in self.model.epochs]
+
+    # -- rules -----------------------------------------------------------------------------
+    @rule()
+    def create(self) -> None:
+        run = self._run(self.store.create_run(OPS, parse_contract(contract(budgets=ROOT_BUDGETS))))
+        self.model.runs.append(run.run_id)
+        self.model.roots[run.lineage_id] = dict(run.limits)
+        self.model.family[run.run_id] = run.lineage_id
+        self._lease(run.run_id, takeover=False)
+
+    def _lease(self, run_id: str, *, takeover: bool) -> None:
+        self.workers += 1
+        worker = f"worker-{self.workers}"
+        grant = self._refused_changes_nothing(lambda: self.store.acquire_lease(OPS, run_id, worker, takeover=takeover))
+        if grant is None:
+            return
+        run = self._run(self.store.get_run(TENANT, run_id))
+        self.model.epochs[run_id] = run.epoch
+        self.model.tokens.append(Token(grant.token, run_id, run.epoch, worker))
+
+    @precondition(lambda self: self._live())
+    @rule(data=st.data())
+    def takeover(self, data: st.DataObject) -> None:
+        self._lease(data.draw(st.sampled_from(self._live())), takeover=True)
+
+    @precondition(lambda self: self.model.tokens)
+    @rule(data=st.data(), tools=st.lists(st.sampled_from(sorted(CALLS)), min_size=1, max_size=5))
+    def call(self, data: st.DataObject, tools: list[str]) -> None:
+        """A burst of calls, each by any token the model has seen (dead ones too)."""
+        for tool in tools:
+            self._call(data.draw(st.sampled_from(self.model.tokens)), tool)
+
+    def _call(self, held: Token, tool: str) -> None:
+        self._run(self.store.acknowledge_spec(token_hash(held.token)))
+        before = self._run(self._snapshot())
+        result = self._run(self.gate.call(held.token, f"t__{tool}", CALLS[tool], None))
+        if not result.is_error:
+            self.model.admitted.append((held.run_id, held.epoch))
+            assert self.model.epochs.get(held.run_id) == held.epoch, "a call was admitted with a dead epoch"
+            return
+        if result.code == "approval_required" and result.structured is not None:
+            approval_id = result.structured["error"].get("approval_id")
+            if approval_id and approval_id not in self.model.pending:
+                self.model.pending.append(approval_id)
+            return
+        if result.code in {"outcome_unknown", "tool_failed"}:
+            return
+        assert self._run(self._snapshot()) == before, f"a refused call ({result.code}) changed state"
+
+    @precondition(lambda self: self.model.pending)
+    @rule(data=st.data(), approve=st.booleans())
+    def decide(self, data: st.DataObject, approve: bool) -> None:
+        approval_id = data.draw(st.sampled_from(self.model.pending))
+        self.model.pending.remove(approval_id)
+        approval = self._run(self.store.get_approval(TENANT, approval_id))
+        self._refused_changes_nothing(
+            lambda: self.store.decide_approval(
+                APPROVER, approval_id, approve=approve, note=None, expected_sha256=approval.payload_sha256
+            )
+        )
+
+    @precondition(lambda self: self.model.runs)
+    @rule(data=st.data(), action=st.sampled_from(["pause", "resume", "cancel"]))
+    def control(self, data: st.DataObject, action: str) -> None:
+        run_id = data.draw(st.sampled_from(self.model.runs))
+        if action == "pause":
+            self._refused_changes_nothing(lambda: self.store.pause(OPS, run_id, "look"))
+        elif action == "resume":
+            self._refused_changes_nothing(lambda: self.store.resume(OPS, run_id, "go on"))
+        else:
+            self._refused_changes_nothing(lambda: self.store.cancel(OPS, run_id, "stop", hard=False))
+            self._forget_ended()
+
+    def _forget_ended(self) -> None:
+        """A run that ended (its own cancel, or its parent's) has no live epoch any more."""
+        for run in self._run(self._runs()):
+            if run.status.terminal:
+                self.model.epochs.pop(run.run_id, None)
+
+    @precondition(lambda self: "successor" not in KNOWN_OPEN and self.model.runs)
+    @rule(data=st.data())
+    def successor(self, data: st.DataObject) -> None:
+        run_id = data.draw(st.sampled_from(self.model.runs))
+        made = self._refused_changes_nothing(
+            lambda: self.store.create_successor(OPS, run_id, reason="carry on", extend_by=None)
+        )
+        if made is not None:
+            self.model.runs.append(made.run_id)
+            self.model.family[made.run_id] = self.model.family[run_id]
+            self._lease(made.run_id, takeover=False)
+
+    @precondition(lambda self: self._live())
+    @rule(data=st.data())
+    def child(self, data: st.DataObject) -> None:
+        parent = data.draw(st.sampled_from(self._live()))
+        made = self._refused_changes_nothing(lambda: self.store.create_child(OPS, parent, parse_contract(CHILD)))
+        if made is not None:
+            self.model.runs.append(made.run_id)
+            self.model.family[made.run_id] = self.model.family[parent]
+            self._lease(made.run_id, takeover=False)
+
+    @precondition(lambda self: self.model.runs)
+    @rule(data=st.data(), writes=st.integers(min_value=0, max_value=6))
+    def revise(self, data: st.DataObject, writes: int) -> None:
+        run_id = data.draw(st.sampled_from(self.model.runs))
+        run = self._run(self.store.get_run(TENANT, run_id))
+        body = merge_patch(run.contract, {"spec_version": f"{run.spec_version}+", "budgets": {"writes": writes}})
+        self._refused_changes_nothing(
+            lambda: self.store.revise(
+                OPS,
+                run_id,
+                contract=parse_contract(body),
+                reason="scope",
+                widening=False,
+                base_spec_version=run.spec_version,
+            )
+        )
+
+    @precondition(lambda self: self.model.runs)
+    @rule(data=st.data(), amount=st.integers(min_value=1, max_value=30))
+    def usage(self, data: st.DataObject, amount: int) -> None:
+        run_id = data.draw(st.sampled_from(self.model.runs))
+        done = self._refused_changes_nothing(
+            lambda: self.store.report_usage(OPS, run_id, kind="model", amount=amount, note=None, ref=None)
+        )
+        if done is not None:
+            root = self.model.family[run_id]
+            self.model.usage[root] = self.model.usage.get(root, 0) + amount
+
+    @rule(seconds=st.sampled_from([1, 30, 200]))
+    def tick(self, seconds: int) -> None:
+        self.clock.advance(seconds)
+
+    @rule()
+    def restart(self) -> None:
+        """The gateway restarts: the store closed and reopened on the same file or database."""
+        self._run(self.store.close())
+        self.store = self.backend.store(self.clock, process_id="model-gateway")
+        self._run(self.store.open())
+        self.gate = Gate(self.store, self.tools.catalog(), self.clock)
+
+    # -- invariants, against the real rows ---------------------------------------------------
+    @invariant()
+    def no_lineage_spent_more_than_its_contract(self) -> None:
+        runs = self._run(self._runs())
+        totals: dict[str, dict[str, int]] = {root: dict.fromkeys(DIMS, 0) for root in self.model.roots}
+        for run in runs:
+            root = self.model.family[run.run_id]
+            # An ended child's spend is already folded into its parent's `spent`.
+            if run.parent_run_id is not None and run.status.terminal:
+                continue
+            for dim in DIMS:
+                totals[root][dim] += run.spent[dim]
+            if run.parent_run_id is None or not run.status.terminal:
+                for dim in ("tool_calls", "writes"):
+                    assert run.spent[dim] <= run.limits[dim], f"{run.run_id} spent more {dim} than its limit"
+        for root, limits in self.model.roots.items():
+            net = dict(totals[root], spend=totals[root]["spend"] - self.model.usage.get(root, 0))
+            for dim in DIMS:
+                assert net[dim] <= limits[dim], f"lineage {root} spent {net[dim]} {dim} of {limits[dim]}"
+
+    @invariant()
+    def no_call_was_admitted_with_a_dead_epoch(self) -> None:
+        for run in self._run(self._runs()):
+            for action in self._run(self.store.list_actions(TENANT, run.run_id, limit=1000)).items:
+                if action.epoch is not None and str(action.status) != "rejected":
+                    assert 1 <= action.epoch <= run.epoch
+
+    @invariant()
+    def no_approval_was_used_twice_or_by_its_requester(self) -> None:
+        used: dict[str, int] = {}
+        for run_id in self.model.runs:
+            for action in self._run(self.store.list_actions(TENANT, run_id, limit=1000)).items:
+                if action.approval_id is not None and str(action.status) != "rejected":
+                    used[action.approval_id] = used.get(action.approval_id, 0) + 1
+            for approval in self._run(self.store.list_approvals(TENANT, run_id=run_id, limit=1000)).items:
+                assert approval.decided_by is None or approval.decided_by != approval.requested_by
+        assert all(count == 1 for count in used.values()), used
+
+    @invariant()
+    def the_ledger_verifies(self) -> None:
+        report = self._run(self.store.verify_ledger(TENANT))
+        assert report.ok, report.as_dict()
+
+
+def _examples(make: Callable[[], Backend]) -> None:
+    global _fresh_backend
+    _fresh_backend = make
+    try:
+        run_state_machine_as_test(GateModel, settings=SETTINGS)
+    finally:
+        _fresh_backend = None
+
+
+@pytest.fixture
+def sqlite_files(tmp_path: Path) -> Iterator[Callable[[], Backend]]:
+    def make() -> Backend:
+        return SQLiteBackend(Path(tempfile.mkdtemp(dir=tmp_path)) / "warrant.db")
+
+    yield make
+
+
+def test_random_sequences_keep_every_invariant_on_sqlite(sqlite_files: Callable[[], Backend]) -> None:
+    _examples(sqlite_files)
+
+
+def test_random_sequences_keep_every_invariant_on_postgres(postgres_session: PostgresBackend) -> None:
+    def make() -> Backend:
+        postgres_session.clear()
+        return postgres_session
+
+    _examples(make)
+
+
+def test_the_model_finds_a_store_that_skips_the_budget_check(
+    sqlite_files: Callable[[], Backend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The negative control: with the store's budget check sabotaged, the state machine must fail."""
+    import gateway.store.sqlite_gate
+
+    monkeypatch.setattr(gateway.store.sqlite_gate, "call_refusal", lambda run, facts, now: None)
+    global _fresh_backend
+    _fresh_backend = sqlite_files
+    try:
+        with pytest.raises(AssertionError, match="spent"):
+            run_state_machine_as_test(
+                GateModel,
+                settings=settings(SETTINGS, max_examples=30, phases=[Phase.generate], report_multiple_bugs=False),
+            )
+    finally:
+        _fresh_backend = None
