@@ -52,12 +52,9 @@ from gateway.store.records import ApprovalStatus, RunRecord
 from tests.harness import APPROVER, OPS, TENANT, Backend, SQLiteBackend, Tools, contract
 from tests.harness_postgres import PostgresBackend
 
-# Rules that hit a bug fixed on another branch of issue 26; each is skipped while listed here.
-#   "successor": a terminal run accepts any number of successors, each given the whole remaining
-#                budget, so the lineage overspends (branch `succ`, 409 successor_exists).
-KNOWN_OPEN: frozenset[str] = frozenset({"successor"}) - frozenset(
-    os.environ.get("WARRANT_MODEL_RUN_OPEN", "").split(",")
-)  # WARRANT_MODEL_RUN_OPEN=successor runs the rule anyway (to watch it find the bug)
+# Rules that hit a bug not fixed yet; each is skipped while listed here. Empty: the successor rule
+# (several successors of one run overspent the lineage) runs since one successor per run landed.
+KNOWN_OPEN: frozenset[str] = frozenset() - frozenset(os.environ.get("WARRANT_MODEL_RUN_OPEN", "").split(","))
 
 EXAMPLES = int(os.environ.get("WARRANT_MODEL_EXAMPLES", "0"))
 SETTINGS = settings(
