@@ -3,7 +3,8 @@
     warrant serve [--config warrant.yaml] [--host H] [--port P]
     warrant stdio [--url http://127.0.0.1:8700]        (token from WARRANT_TOKEN)
     warrant migrate [--config warrant.yaml | --database URL] [--check]   (the store's schema)
-    warrant ledger verify [--config warrant.yaml]      (offline: opens the store read-only)
+    warrant ledger verify [--config warrant.yaml] [--anchor FILE]   (offline: opens the store read-only)
+    warrant ledger anchor [--config warrant.yaml] [--out FILE]       (every run's head, MAC'd: keep it elsewhere)
     warrant backup OUT [--config F | --database URL] [--check] | restore [BACKUP] --database URL   (cli_backup.py)
     warrant ledger export --run R [--out FILE] | verify --file B [--key-file K]   (evidence bundles: cli_ledger.py)
     warrant ledger purge [--run R] [--action A] [--before T] [--reason TEXT]   (retention: cli_retention.py)
@@ -30,6 +31,8 @@ import json
 import logging
 import os
 import sys
+from pathlib import Path
+from typing import Any
 
 from gateway import __version__
 from gateway.cli_adapters import add_commands as add_adapter_commands
@@ -83,19 +86,58 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    """Every chain, and with `--anchor FILE` (from `warrant ledger anchor`) that no anchored run was
+    deleted or rolled back since (gateway/store/anchor.py). Exit 0 ok, 1 not, 2 an unreadable anchor."""
+    from gateway.clock import SystemClock
+    from gateway.config import find_config, load_settings
+    from gateway.store.factory import open_store
+
+    settings = load_settings(find_config(args.config))
+    anchor: dict[str, Any] | None = None
+    if args.anchor:
+        try:
+            anchor = json.loads(Path(args.anchor).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            print(f"warrant: cannot read the anchor {args.anchor}: {exc}", file=sys.stderr)
+            return 2
+        if not isinstance(anchor, dict):
+            print(f"warrant: {args.anchor} is not an anchor", file=sys.stderr)
+            return 2
+
+    async def run() -> dict[str, Any]:
+        async with open_store(settings.database, clock=SystemClock(), ledger_key=settings.ledger_key) as store:
+            report = (await store.verify_ledger()).as_dict()
+            if anchor is not None:
+                bad = await store.check_anchor(anchor, anchor.get("tenant"))
+                report["anchor"] = {"ok": bad is None, "first_bad": bad.as_dict() | {"code": bad.code} if bad else None}
+                report["ok"] = report["ok"] and bad is None
+            return report
+
+    report = asyncio.run(run())
+    print(json.dumps(report, indent=2))
+    return 0 if report["ok"] else 1
+
+
+def _anchor(args: argparse.Namespace) -> int:
+    """Write every run's head, MAC'd with the ledger key, to `--out` (default: stdout)."""
     from gateway.clock import SystemClock
     from gateway.config import find_config, load_settings
     from gateway.store.factory import open_store
 
     settings = load_settings(find_config(args.config))
 
-    async def run() -> dict[str, object]:
+    async def run() -> dict[str, Any]:
         async with open_store(settings.database, clock=SystemClock(), ledger_key=settings.ledger_key) as store:
-            return (await store.verify_ledger()).as_dict()
+            return await store.ledger_anchor()
 
-    report = asyncio.run(run())
-    print(json.dumps(report, indent=2))
-    return 0 if report["ok"] else 1
+    text = json.dumps(asyncio.run(run()), indent=2, sort_keys=True) + "\n"
+    if args.out:
+        partial = Path(args.out + ".partial")
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(args.out)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def _migrate(args: argparse.Namespace) -> int:
@@ -167,7 +209,12 @@ def parser() -> argparse.ArgumentParser:
     ledger_sub = ledger.add_subparsers(dest="ledger_command", required=True)
     verify = ledger_sub.add_parser("verify", help="recompute every run's chain and check its MAC'd head")
     verify.add_argument("--config")
+    verify.add_argument("--anchor", help="also check that no run this anchor names was deleted or rolled back")
     verify.set_defaults(func=_verify)
+    anchor = ledger_sub.add_parser("anchor", help="every run's head, MAC'd, to keep apart")
+    anchor.add_argument("--config")
+    anchor.add_argument("--out", help="the anchor file (default: stdout)")
+    anchor.set_defaults(func=_anchor)
     add_ledger_commands(ledger_sub, verify)
     add_purge_commands(ledger_sub)
     add_tool_commands(sub)

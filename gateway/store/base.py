@@ -29,7 +29,7 @@ from gateway.domain.report import ChargeRecorded, ReportInputs
 from gateway.domain.retention import PURGE_BATCH, PurgeReport, PurgeScope
 from gateway.domain.watch import Alert, RunWatch, UnknownAction
 from gateway.errors import Refusal
-from gateway.store.chain import EntryRow, VerifyReport
+from gateway.store.chain import BadEntry, EntryRow, VerifyReport
 from gateway.store.progress_records import (
     CheckpointRecord,
     MilestoneRecord,
@@ -380,6 +380,15 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def verify_ledger(self, tenant: str | None = None) -> VerifyReport: ...
+
+    @abc.abstractmethod
+    async def ledger_anchor(self, tenant: str | None = None) -> dict[str, Any]:
+        """Every run's head (of `tenant`, or all), MAC'd: kept outside the database, it later shows a
+        run deleted or rolled back (gateway/store/anchor.py)."""
+
+    @abc.abstractmethod
+    async def check_anchor(self, anchor: dict[str, Any], tenant: str | None = None) -> BadEntry | None:
+        """The first way the store contradicts an anchor `ledger_anchor` made, or None."""
 
     # -- retention (docs/retention.md) -----------------------------------------------------
     @abc.abstractmethod

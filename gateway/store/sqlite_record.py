@@ -9,7 +9,8 @@ from typing import Any
 
 from gateway.canonical import canonical_json
 from gateway.errors import InvalidRequest
-from gateway.store.chain import VerifyReport, verify_run
+from gateway.store.anchor import check_anchor, make_anchor
+from gateway.store.chain import BadEntry, VerifyReport, verify_run
 from gateway.store.ledger_scan import present_bodies, run_count, run_entries, run_facts, run_heads, run_statuses
 from gateway.store.records import (
     ActionRecord,
@@ -89,6 +90,27 @@ class RecordOps(SQLiteBase):
                 if bad is not None:
                     return VerifyReport(ok=False, runs=runs, entries=total, first_bad=bad)
             return VerifyReport(ok=True, runs=runs, entries=total, first_bad=None)
+
+        return await self._aside(read)
+
+    async def ledger_anchor(self, tenant: str | None = None) -> dict[str, Any]:
+        def read(conn: Conn) -> dict[str, Any]:
+            heads = [(run_id, h.seq, h.hash) for run_id, h in run_heads(conn, tenant) if h is not None]
+            return make_anchor(self._key, tenant, self._clock.now(), heads)
+
+        return await self._aside(read)
+
+    async def check_anchor(self, anchor: dict[str, Any], tenant: str | None = None) -> BadEntry | None:
+        def read(conn: Conn) -> BadEntry | None:
+            def head_of(run_id: str) -> int | None:
+                row = conn.execute("SELECT head_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+                return None if row is None else int(row[0])
+
+            def hash_at(run_id: str, seq: int) -> str | None:
+                row = conn.execute("SELECT hash FROM events WHERE run_id = ? AND seq = ?", (run_id, seq)).fetchone()
+                return None if row is None else str(row[0])
+
+            return check_anchor(self._key, anchor, tenant=tenant, head_of=head_of, hash_at=hash_at)
 
         return await self._aside(read)
 

@@ -192,3 +192,26 @@ async def test_verify_without_a_file_still_checks_the_store(gateway: tuple[Serve
     assert checked.returncode == 0, checked.stderr
     report = json.loads(checked.stdout)
     assert report["ok"] is True and report["runs"] >= 1
+
+
+async def test_an_anchor_written_by_the_cli_verifies_and_an_edited_one_does_not(
+    gateway: tuple[Served, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    served, config, env = gateway
+    await served.start()
+    out = tmp_path / "anchor.json"
+    written = warrant(env, "ledger", "anchor", "--config", str(config), "--out", str(out))
+    assert written.returncode == 0, written.stderr
+    anchor = json.loads(out.read_text())
+    assert anchor["kind"] == "warrant-ledger-anchor" and anchor["runs"]
+    checked = warrant(env, "ledger", "verify", "--config", str(config), "--anchor", str(out))
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout)["anchor"] == {"ok": True, "first_bad": None}
+    run_id = next(iter(anchor["runs"]))
+    anchor["runs"][run_id][0] += 1  # claims a longer chain than the gateway anchored
+    out.write_text(json.dumps(anchor))
+    refused = warrant(env, "ledger", "verify", "--config", str(config), "--anchor", str(out))
+    assert refused.returncode == 1
+    assert json.loads(refused.stdout)["anchor"]["first_bad"]["code"] == "anchor_invalid"
+    out.write_text("not json")
+    assert warrant(env, "ledger", "verify", "--config", str(config), "--anchor", str(out)).returncode == 2

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.harness import OPS, World
+from tests.harness import OPS, TENANT, World
 
 pytestmark = pytest.mark.anyio
 
@@ -76,3 +76,68 @@ async def test_expired_approvals_a_cancel_and_a_successor_still_verify(world: Wo
     await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
     report = await world.store.verify_ledger()
     assert (report.ok, report.first_bad) == (True, None)
+
+
+# -- anchors: a run deleted whole, a rollback to an older MAC'd head (gateway/store/anchor.py) -----
+RUN_TABLES = ("events", "actions", "approvals", "milestones", "checkpoints", "charges", "leases")
+
+
+async def test_an_anchor_still_holds_after_normal_operation(world: World) -> None:
+    run = await world.new_run()
+    await world.call(run.token, "t__write", {"text": "a"})
+    anchor = await world.store.ledger_anchor()
+    await world.call(run.token, "t__write", {"text": "b"})
+    await world.new_run()  # a run made after the anchor is not its concern
+    assert await world.store.check_anchor(anchor) is None
+    assert (await world.store.verify_ledger()).ok
+
+
+async def test_an_anchor_names_a_run_deleted_whole(world: World) -> None:
+    run = await world.new_run()
+    await world.call(run.token, "t__write", {"text": "gone"})
+    kept = await world.new_run()
+    anchor = await world.store.ledger_anchor()
+    world.backend._execute(
+        *((f"DELETE FROM {table} WHERE run_id = ?", (run.run_id,)) for table in RUN_TABLES),
+        ("DELETE FROM runs WHERE run_id = ?", (run.run_id,)),
+    )
+    assert (await world.store.verify_ledger()).ok  # the rest of the store is consistent
+    bad = await world.store.check_anchor(anchor)
+    assert bad is not None and (bad.run_id, bad.code) == (run.run_id, "run_deleted")
+    assert kept.run_id in anchor["runs"]
+
+
+async def test_an_anchor_names_a_rollback_to_an_older_genuinely_macd_head(world: World) -> None:
+    run = await world.new_run()
+    await world.call(run.token, "t__write", {"text": "first"})
+    old_events = world.backend.events(run.run_id)
+    old_run = world.backend._execute(
+        ("SELECT head_seq, head_hash, head_mac FROM runs WHERE run_id = ?", (run.run_id,))
+    )[0]
+    await world.call(run.token, "t__write", {"text": "second"})
+    anchor = await world.store.ledger_anchor()
+    # Restore the older chain and head (a copy of the database from before the second write).
+    newer = [e["seq"] for e in world.backend.events(run.run_id) if e["seq"] > old_events[-1]["seq"]]
+    world.backend.delete_events(run.run_id, *newer)
+    world.backend._execute(
+        (
+            "UPDATE runs SET head_seq = ?, head_hash = ?, head_mac = ? WHERE run_id = ?",
+            (old_run["head_seq"], old_run["head_hash"], old_run["head_mac"], run.run_id),
+        )
+    )
+    chain = await world.store.verify_ledger()
+    assert chain.first_bad is None or chain.first_bad.code != "head_mac_invalid"  # the old head's MAC is genuine
+    bad = await world.store.check_anchor(anchor)
+    assert bad is not None and (bad.run_id, bad.code) == (run.run_id, "head_rolled_back")
+
+
+async def test_an_anchor_that_was_edited_or_is_of_another_tenant_is_refused(world: World) -> None:
+    run = await world.new_run()
+    anchor = await world.store.ledger_anchor()
+    forged = anchor | {"runs": {**anchor["runs"], run.run_id: [99, "0" * 64]}}
+    bad = await world.store.check_anchor(forged)
+    assert bad is not None and bad.code == "anchor_invalid"
+    bad = await world.store.check_anchor(anchor, tenant="another")
+    assert bad is not None and bad.code == "anchor_invalid"
+    tenant_anchor = await world.store.ledger_anchor(TENANT)
+    assert await world.store.check_anchor(tenant_anchor, tenant=TENANT) is None
