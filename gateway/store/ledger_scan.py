@@ -103,5 +103,8 @@ def present_bodies(conn: Any, sha256s: Iterable[str]) -> set[str]:
 
 def run_facts(conn: Any, run_id: str) -> dict[str, Any]:
     """The run row's columns the replay checks (replay.py `check_run`)."""
-    row = conn.execute("SELECT status, spec_version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-    return {"status": row["status"], "spec_version": row["spec_version"]} if row is not None else {}
+    columns = ("status", "spec_version", "currency", "spend_spent", "tool_calls_spent", "writes_spent", "epoch")
+    row = conn.execute(
+        f"SELECT {', '.join(columns)}, lease_revoked_at FROM runs WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    return {c: row[c] for c in (*columns, "lease_revoked_at")} if row is not None else {}

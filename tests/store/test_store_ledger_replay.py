@@ -141,3 +141,23 @@ async def test_an_anchor_that_was_edited_or_is_of_another_tenant_is_refused(worl
     assert bad is not None and bad.code == "anchor_invalid"
     tenant_anchor = await world.store.ledger_anchor(TENANT)
     assert await world.store.check_anchor(tenant_anchor, tenant=TENANT) is None
+
+
+async def test_verify_catches_a_runs_spent_counters_reset(world: World) -> None:
+    run = await world.new_run()
+    await world.call(run.token, "t__write", {"text": "paid for"})
+    await world.store.report_usage(OPS, run.run_id, kind="model", amount=7, note=None, ref=None)
+    assert (await world.store.verify_ledger()).ok
+    for column in ("spend_spent", "writes_spent", "tool_calls_spent"):
+        before = world.backend._execute((f"SELECT {column} AS v FROM runs WHERE run_id = ?", (run.run_id,)))[0]["v"]
+        world.backend.set_row("runs", "run_id", run.run_id, **{column: 0})
+        assert _bad(await world.store.verify_ledger()) == (run.run_id, "run_row_edited"), column
+        world.backend.set_row("runs", "run_id", run.run_id, **{column: before})
+    assert (await world.store.verify_ledger()).ok
+
+
+async def test_verify_catches_an_epoch_wound_back_to_revive_a_superseded_token(world: World) -> None:
+    run = await world.new_run()
+    await world.takeover(run)
+    world.backend.set_row("runs", "run_id", run.run_id, epoch=1)
+    assert _bad(await world.store.verify_ledger()) == (run.run_id, "run_row_edited")
