@@ -145,7 +145,7 @@ class RefusalsEntry(BaseModel):
     """`limits.refusals`: refusals recorded per lease token (a rate) and per run in all; null: off."""
 
     model_config = ConfigDict(extra="forbid")
-    rate: str | None = "60/m"
+    rate: str | None = "600/m"
     max_per_run: int | None = Field(default=10_000, ge=1)
 
     _rate = field_validator("rate", mode="before")(lambda v: v if v is None else str(parse_rate(v)))

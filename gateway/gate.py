@@ -186,11 +186,19 @@ class Gate:
             Unauthenticated: missing or unknown token (the only case answered without a result).
         """
         if not tracing.enabled():  # no span to open: skip even the context manager (the hot path)
-            return self._counted(tool, await self._call_entry(token, tool, arguments, meta))
+            return self._counted(tool, await self._answered(token, tool, arguments, meta))
         with tracing.decision(tool) as span:
-            result = await self._call_entry(token, tool, arguments, meta)
+            result = await self._answered(token, tool, arguments, meta)
             tracing.decided(span, result.meta.get(META_ACTION_ID), result.code)
             return self._counted(tool, result)
+
+    async def _answered(
+        self, token: str | None, tool: str, arguments: Any, meta: Mapping[str, Any] | None
+    ) -> CallResult:
+        try:
+            return await self._call_entry(token, tool, arguments, meta)
+        except Refusal as refusal:  # one the store would not record (limits.refusals): answered all the same
+            return CallResult.refused(refusal)
 
     def _counted(self, tool: str, result: CallResult) -> CallResult:
         if META_BUDGET not in result.meta:  # not dispatched: a dispatched call counts as it settles

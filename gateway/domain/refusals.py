@@ -37,9 +37,11 @@ def recorded_reason(message: str) -> str:
 class RefusalLimits:
     """`limits.refusals` in warrant.yaml: how many refusals one lease token may have recorded
     (`rate`, per run and epoch: one lease) and how many one run may keep in all (`max_per_run`).
-    None turns either off. On by default: no honest worker is refused 60 times a minute."""
+    None turns either off. On by default, at 600 a minute: a refusal's record is small (bounded
+    above), so the rate bounds how fast a token can grow the store, while an honest burst (a
+    hundred parallel calls meeting an exhausted budget) is still answered with its own code."""
 
-    rate: Rate | None = field(default_factory=lambda: Rate(60, 60.0))
+    rate: Rate | None = field(default_factory=lambda: Rate(600, 60.0))
     max_per_run: int | None = 10_000
 
 

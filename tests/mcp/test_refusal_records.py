@@ -43,7 +43,12 @@ async def test_twenty_512_kib_refused_calls_grow_the_store_by_well_under_a_megab
     assert all(len(a["tool"]) <= 120 and a["code"] and a["payload_sha256"] for a in rejected)
 
 
-async def test_a_dead_tokens_refusals_are_rate_limited_and_recorded_again_after_the_window(api: Api) -> None:
+async def test_a_dead_tokens_refusals_are_rate_limited_and_recorded_again_after_the_window(tmp_path: Path) -> None:
+    async with serving_api(tmp_path, "limits:\n  refusals: {rate: 60/m}\n") as api:
+        await _rate_limited_then_recorded_again(api)
+
+
+async def _rate_limited_then_recorded_again(api: Api) -> None:
     run_id, token = await start(api)
     async with api.client("op") as c:
         await c.post(f"/api/runs/{run_id}/cancel", json={"reason": "stop"})
@@ -56,7 +61,7 @@ async def test_a_dead_tokens_refusals_are_rate_limited_and_recorded_again_after_
         last = result.structured_content["error"]
         api.clock.advance(61)
         again = await c.call_tool("shop__find", {"q": "x"})
-    assert codes[:60] == ["run_cancelled"] * 60  # the default: 60 a minute per token
+    assert codes[:60] == ["run_cancelled"] * 60  # 60 a minute per token, as configured
     assert set(codes[60:]) == {"rate_limited"}
     assert last["refused_code"] == "run_cancelled" and last["retry_after_s"] > 0
     assert again.structured_content is not None and again.structured_content["error"]["code"] == "run_cancelled"
