@@ -98,6 +98,10 @@ class Model:
     usage: dict[str, int] = field(default_factory=dict)  # root lineage -> reported usage (minor units)
     admitted: list[tuple[str, int]] = field(default_factory=list)  # (run id, epoch) of admitted calls
     runs: list[str] = field(default_factory=list)
+    # run id -> what it may have spent at most, per dimension, once a revision narrowed it: the new
+    # limit, or what it had spent and held when narrowed (a narrowing below that stops further
+    # calls; it cannot undo the ones made). Runs never revised are held to their own limits.
+    ceilings: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 # The backend every example of the current test uses: a factory so each example starts empty.
@@ -267,7 +271,7 @@ class GateModel(RuleBasedStateMachine):
         run_id = data.draw(st.sampled_from(self.model.runs))
         run = self._run(self.store.get_run(TENANT, run_id))
         body = merge_patch(run.contract, {"spec_version": f"{run.spec_version}+", "budgets": {"writes": writes}})
-        self._refused_changes_nothing(
+        revised = self._refused_changes_nothing(
             lambda: self.store.revise(
                 OPS,
                 run_id,
@@ -277,6 +281,10 @@ class GateModel(RuleBasedStateMachine):
                 base_spec_version=run.spec_version,
             )
         )
+        if revised is not None:
+            self.model.ceilings[run_id] = {
+                dim: max(revised.limits[dim], revised.spent[dim] + revised.reserved[dim]) for dim in DIMS
+            }
 
     @precondition(lambda self: self.model.runs)
     @rule(data=st.data(), amount=st.integers(min_value=1, max_value=30))
@@ -315,7 +323,8 @@ class GateModel(RuleBasedStateMachine):
                 totals[root][dim] += run.spent[dim]
             if run.parent_run_id is None or not run.status.terminal:
                 for dim in ("tool_calls", "writes"):
-                    assert run.spent[dim] <= run.limits[dim], f"{run.run_id} spent more {dim} than its limit"
+                    ceiling = self.model.ceilings.get(run.run_id, run.limits)[dim]
+                    assert run.spent[dim] <= ceiling, f"{run.run_id} spent more {dim} than its limit"
         for root, limits in self.model.roots.items():
             net = dict(totals[root], spend=totals[root]["spend"] - self.model.usage.get(root, 0))
             for dim in DIMS:
