@@ -29,6 +29,7 @@ from gateway.clock import Clock, isoformat
 from gateway.domain.admission import CallFacts, dead_refusal, lease_refusal
 from gateway.domain.approvals import Requirement
 from gateway.domain.contract import ApprovalRule, Contract, Terms
+from gateway.domain.lease_rules import LeaseWrite, lease_rule, lease_write
 from gateway.domain.leases import looks_like_token, token_hash
 from gateway.domain.lifecycle import ActionStatus
 from gateway.domain.operations import (
@@ -127,7 +128,7 @@ class Gate:
         info = await self.store.authenticate(token_hash(token))
         if info is None:
             raise Unauthenticated("unknown lease token")
-        return info
+        return await self._hold(info)
 
     async def _identify(self, token: str | None) -> TokenInfo:
         """Step 1's identity, from a cache: a token's run, epoch and worker never change.
@@ -144,7 +145,20 @@ class Gate:
             if info is None:
                 raise Unauthenticated("unknown lease token")
             self._remember(info)
-        return info
+        return await self._hold(info)
+
+    async def _hold(self, info: TokenInfo) -> TokenInfo:
+        """Every authenticated request of the current holder renews its lease, and re-establishes one
+        that lapsed (gateway/domain/lease_rules.py). Decided here from what this process last read of
+        the run, so most requests write nothing (a renewal is due once a tenth of the TTL has passed);
+        the store decides again in its transaction."""
+        run = info.run
+        if lease_write(run.snapshot(), info.epoch, self.clock.now(), run.lease_ttl) is LeaseWrite.NOTHING:
+            return info
+        held = await self.store.hold_lease(info.token_hash)
+        assert held is not None, "lease tokens are never deleted"
+        self._remember(held)
+        return held
 
     def _remember(self, info: TokenInfo) -> None:
         if len(self._tokens) >= 10_000:
@@ -743,6 +757,7 @@ class Gate:
                 "current": info.epoch == run.epoch,
                 "expires_at": isoformat(run.lease_expires_at),
                 "refusal": refusal.code if refusal else None,
+                "state": lease_rule(run.snapshot(), info.epoch, self.clock.now()).state.value,
             },
             "deadline": isoformat(run.deadline),
             "budget_remaining": budget_remaining(run, self.clock.now()),
