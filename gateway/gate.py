@@ -29,7 +29,7 @@ from gateway.clock import Clock, isoformat
 from gateway.domain.admission import CallFacts, dead_refusal, lease_refusal
 from gateway.domain.approvals import Requirement
 from gateway.domain.contract import ApprovalRule, Contract, Terms
-from gateway.domain.lease_rules import LeaseWrite, lease_rule, lease_write
+from gateway.domain.lease_rules import LeaseWrite, lease_rule, lease_write, renewal_due
 from gateway.domain.leases import looks_like_token, token_hash
 from gateway.domain.lifecycle import ActionStatus
 from gateway.domain.operations import (
@@ -153,7 +153,10 @@ class Gate:
         the run, so most requests write nothing (a renewal is due once a tenth of the TTL has passed);
         the store decides again in its transaction."""
         run = info.run
-        if lease_write(run.snapshot(), info.epoch, self.clock.now(), run.lease_ttl) is LeaseWrite.NOTHING:
+        now = self.clock.now()
+        if not renewal_due(run, now, run.lease_ttl):  # the common case, without building a snapshot
+            return info
+        if lease_write(run.snapshot(), info.epoch, now, run.lease_ttl) is LeaseWrite.NOTHING:
             return info
         held = await self.store.hold_lease(info.token_hash)
         assert held is not None, "lease tokens are never deleted"

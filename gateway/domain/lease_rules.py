@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 from gateway.domain.admission import RunSnapshot
 from gateway.domain.lifecycle import RunStatus
@@ -148,14 +149,20 @@ def lease_rule(run: RunSnapshot, epoch: int, now: float) -> LeaseRule:
 def lease_write(run: RunSnapshot, epoch: int, now: float, ttl: float, *, throttled: bool = True) -> LeaseWrite:
     """What the store writes for a request of the token: a renewal only once RENEW_AFTER of the
     TTL has passed since the last one (`throttled`), a re-establishment always."""
-    rule = lease_rule(run, epoch, now)
-    if rule.write is LeaseWrite.RENEW and throttled and not renewal_due(run, now, ttl):
-        return LeaseWrite.NOTHING
-    return rule.write
+    if throttled and not renewal_due(run, now, ttl):
+        return LeaseWrite.NOTHING  # renewed within RENEW_AFTER: live (or dead), either way nothing to write
+    return lease_rule(run, epoch, now).write
 
 
-def renewal_due(run: RunSnapshot, now: float, ttl: float) -> bool:
-    """Whether a tenth of the TTL has passed since the lease was last renewed (its time is that plus the TTL)."""
+class LeaseTime(Protocol):
+    @property
+    def lease_expires_at(self) -> float | None: ...
+
+
+def renewal_due(run: LeaseTime, now: float, ttl: float) -> bool:
+    """Whether a tenth of the TTL has passed since the lease was last renewed (its time is that plus
+    the TTL). When it has not, the lease is unexpired, so no row of the table writes anything: the
+    gate asks this first, on the run record it holds, before it builds a snapshot."""
     if run.lease_expires_at is None:
         return True
     return run.lease_expires_at - now <= ttl * (1 - RENEW_AFTER)
