@@ -168,6 +168,14 @@ def renewal_due(run: LeaseTime, now: float, ttl: float) -> bool:
     return run.lease_expires_at - now <= ttl * (1 - RENEW_AFTER)
 
 
+def reestablishes(run: RunSnapshot, epoch: int, now: float) -> bool:
+    """Whether a request of the token re-establishes the lease (the `lapsed` row). Asked by every
+    admit: an unexpired lease answers at once, without walking the table."""
+    if run.lease_expires_at is not None and now < run.lease_expires_at:
+        return False
+    return lease_rule(run, epoch, now).write is LeaseWrite.REESTABLISH
+
+
 def lease_held(run: RunSnapshot, now: float) -> bool:
     """Whether the run's current lease holds against another worker's acquire (which then needs `takeover`)."""
     return lease_rule(run, run.epoch, now).held

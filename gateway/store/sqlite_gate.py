@@ -11,7 +11,7 @@ from typing import Any
 from gateway import failpoints
 from gateway.domain import lifecycle
 from gateway.domain.admission import CallFacts, RunSnapshot, call_refusal, lease_refusal
-from gateway.domain.lease_rules import LeaseWrite, lease_rule
+from gateway.domain.lease_rules import LeaseWrite, reestablishes
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.retention import operation_expired
 from gateway.domain.units import MAX_MONEY, format_money, headroom
@@ -65,7 +65,7 @@ class GateOps(LeaseOps, LimitOps):
             run = state.snapshot
             # Step 1's refusals come before any replay: a dead lease learns nothing about operations.
             refusal = lease_refusal(run, facts.epoch, now)
-            if refusal is None and lease_rule(run, facts.epoch, now).write is LeaseWrite.REESTABLISH:
+            if refusal is None and reestablishes(run, facts.epoch, now):
                 # The holder's lease lapsed and nobody took it over: this call re-establishes it
                 # (recorded first; the update of the run row below renews it as every admit does).
                 self._write_lease(conn, run, state.lease_ttl, LeaseWrite.REESTABLISH, now, intent.worker)

@@ -20,6 +20,7 @@ from gateway.domain.lease_rules import (
     lease_held,
     lease_rule,
     lease_write,
+    reestablishes,
     renewal_due,
     resumed_expiry,
 )
@@ -185,3 +186,14 @@ def test_docs_leases_md_shows_the_same_table() -> None:
         assert (watchdog == "`lease_missed`") is rule.missed
         assert ("needs `takeover`" == acquire) is rule.held
         assert RULES[LeaseState(state.strip("`"))] is rule
+
+
+@pytest.mark.parametrize(("status", "epoch", "revoked", "expires", "deadline"), GRID)
+def test_the_admits_shortcut_for_a_lapse_agrees_with_the_table(
+    status: RunStatus, epoch: int, revoked: float | None, expires: float | None, deadline: float
+) -> None:
+    run = _run(status=status, epoch=epoch, lease_revoked_at=revoked, lease_expires_at=expires, deadline=deadline)
+    assert reestablishes(run, 3, NOW) is (lease_rule(run, 3, NOW).state is LeaseState.LAPSED)
+    assert (lease_write(run, 3, NOW, TTL) is LeaseWrite.NOTHING) is (
+        not renewal_due(run, NOW, TTL) or lease_rule(run, 3, NOW).write is LeaseWrite.NOTHING
+    )
