@@ -102,6 +102,7 @@ class Gate:
         self.clock = clock
         self._terms: dict[tuple[str, str], Terms] = {}
         self._tokens: dict[str, TokenInfo] = {}
+        self._holds: dict[str, asyncio.Future[TokenInfo | None]] = {}  # lease renewals under way, by token
         self._in_flight: dict[str, set[asyncio.Task[Any]]] = defaultdict(set)
         # Dispatches being aborted (by a hard cancel, or at shutdown), each with the reason recorded.
         self._aborting: dict[asyncio.Task[Any], str] = {}
@@ -158,7 +159,14 @@ class Gate:
             return info
         if lease_write(run.snapshot(), info.epoch, now, run.lease_ttl) is LeaseWrite.NOTHING:
             return info
-        held = await self.store.hold_lease(info.token_hash)
+        # Requests of one token that find a renewal due at once share one transaction: on PostgreSQL
+        # several on the same run row would conflict and be retried.
+        pending = self._holds.get(info.token_hash)
+        if pending is None:
+            pending = asyncio.ensure_future(self.store.hold_lease(info.token_hash))
+            self._holds[info.token_hash] = pending
+            pending.add_done_callback(lambda _: self._holds.pop(info.token_hash, None))
+        held = await asyncio.shield(pending)
         assert held is not None, "lease tokens are never deleted"
         self._remember(held)
         return held

@@ -4,11 +4,14 @@ fencing untouched by any of it. Time moves by the injected clock."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from gateway.domain.leases import token_hash
 from gateway.domain.lifecycle import RunStatus
 from gateway.errors import Conflict, Refusal
+from gateway.store.records import TokenInfo
 from tests.harness import OPS, World, code_of
 
 pytestmark = pytest.mark.anyio
@@ -116,3 +119,21 @@ async def test_after_a_lapse_another_workers_acquire_still_kills_the_old_token(w
     assert world.tools.calls == []
     assert await _reestablished(world, run.run_id) == []
     assert code_of(await world.call(grant.token, "t__write", {"text": "new"})) is None
+
+
+async def test_requests_that_find_a_renewal_due_at_once_share_one_transaction(world: World) -> None:
+    run = await world.new_run(lease_ttl="60s")
+    assert code_of(await world.call(run.token, "t__read", {})) is None  # the gate now holds the token
+    world.clock.advance(TTL / 2)
+    holds: list[str] = []
+    hold = world.store.hold_lease
+
+    async def counted(digest: str) -> TokenInfo | None:
+        holds.append(digest)
+        return await hold(digest)
+
+    world.store.hold_lease = counted  # type: ignore[method-assign]
+    results = await asyncio.gather(*(world.call(run.token, "t__read", {}) for _ in range(8)))
+    assert [code_of(result) for result in results] == [None] * 8
+    assert holds == [token_hash(run.token)]
+    assert (await world.run(run.run_id)).lease_expires_at == world.clock.now() + TTL
