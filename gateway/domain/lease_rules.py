@@ -1,31 +1,22 @@
-"""The lease rules, as one table: what a lease token's request meets, and what the store writes for it.
+"""The lease rules, as one table (`LEASE_RULES`): what a lease token's request meets, and what the
+store writes for it. docs/leases.md shows the same table; tests/unit/test_lease_rules.py holds it,
+the admission decision (`admission.lease_refusal`) and the watchdog (`watch.run_alerts`) to it.
 
 Fencing is the epoch (gateway/domain/leases.py): only a takeover (which bumps it), a cancel, the
 revocation of the granting key or a run that is over kills a token. Time never does: the holder
 of the current epoch is never stranded by time spent thinking or waiting on people.
 
-    state       when (first row that holds)                  the request   the store writes    held  missed  token
-    ended       the run is over, or past its deadline        run_<status>  nothing             -     -       dead
-    superseded  the token's epoch is not the run's           lease_...     nothing             -     -       dead
-    revoked     the key that granted the lease was revoked   lease_revoked nothing             no    -       dead
-    live        the lease's time has not passed              goes on       renewal, throttled  yes   no      alive
-    waiting     its time passed while the run waits          goes on       renewal             yes   yes     alive
-    paused      its time passed while the run is paused      goes on       renewal             yes   no      alive
-    lapsed      its time passed while the run runs           goes on       re-establishment    no    yes     alive
-
-- "goes on": the lease holds; the run's own state may still refuse the call (a paused run
-  `run_paused`, a waiting one a write `run_waiting`, a revision `spec_version_mismatch`).
 - Every authenticated request of the token renews: tool calls admitted or refused, `tools/list`,
   `warrant_status` and the other `warrant_*` tools, `POST /api/leases/renew`. A renewal sets the
   lease's time to now + `lease_ttl`; it is written only once a tenth of the TTL has passed since
   the last one (`RENEW_AFTER`), so reads stay cheap; the API's renewal always writes.
-- Re-establishment: the same renewal, same epoch, recorded as its own run event
+- Re-establishment: the same renewal under the same epoch, recorded as its own run event
   `lease_reestablished` with how long the lease had lapsed.
-- held: another worker's acquire needs `takeover` (else `lease_held`); where it does not, the
+- `held`: another worker's acquire needs `takeover` (else `lease_held`). Where it does not, the
   acquire bumps the epoch and the old token is `lease_superseded` from then on, in every mode.
-- missed: the watchdog alerts `lease_missed` (the holder is silent past the TTL; gateway/domain/watch.py).
-- When a waiting or paused run goes back to running, its lease's time starts again (`resumed_expiry`):
-  the time spent waiting on people is not held against the worker.
+- `missed`: the watchdog alerts `lease_missed` (the holder is silent past its TTL).
+- When a waiting or paused run goes back to running, its lease's time starts again
+  (`resumed_expiry`): the time spent waiting on people is not held against the worker.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import pytest
 
 from gateway.domain.leases import token_hash
 from gateway.domain.lifecycle import RunStatus
+from gateway.domain.watch import open_alerts
 from gateway.errors import Conflict, Refusal
 from gateway.store.records import TokenInfo
 from tests.harness import OPS, World, code_of
@@ -137,3 +138,20 @@ async def test_requests_that_find_a_renewal_due_at_once_share_one_transaction(wo
     assert [code_of(result) for result in results] == [None] * 8
     assert holds == [token_hash(run.token)]
     assert (await world.run(run.run_id)).lease_expires_at == world.clock.now() + TTL
+
+
+async def test_the_watchdog_still_sees_a_holder_silent_past_its_ttl_until_its_next_request(world: World) -> None:
+    run = await world.new_run(lease_ttl="60s")
+
+    async def missed() -> bool:
+        state = await world.store.watch_state()
+        alerts = open_alerts(state.runs, state.unknown, world.clock.now())
+        return any(a.kind == "lease_missed" and a.run_id == run.run_id for a in alerts)
+
+    world.clock.advance(TTL - 1)
+    assert not await missed()
+    world.clock.advance(2)  # silent past its TTL: an operator is told, and may take over
+    assert await missed()
+    assert await world.gate.dead(run.token) is None  # its next request (a tools/list) ...
+    assert not await missed()  # ... re-established the lease
+    assert len(await _reestablished(world, run.run_id)) == 1
