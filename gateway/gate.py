@@ -863,14 +863,16 @@ def _approval_required(approval: ApprovalRecord, now: float, replaced: str | Non
 
 
 def replay_structured(action_id: str, note: str, structured: Any, content: list[dict[str, Any]]) -> dict[str, Any]:
-    """A replay's structuredContent for a tool without an output schema: says it was not executed
-    again, names the original action, and carries the recorded result (structured, else its content)."""
-    body: dict[str, Any] = {"replayed": True, "executed": False, "action_id": action_id, "message": note}
+    """A replay's structuredContent for a tool without an output schema: the recorded result's own keys
+    with `replayed`, `action_id` (the original) and `not_executed_again` (the note) beside them. A
+    result that has one of those keys itself, or is not an object, goes under `result` instead (a
+    result with no structured part: its content under `content`), so nothing of it is overwritten."""
+    marker: dict[str, Any] = {"replayed": True, "action_id": action_id, "not_executed_again": note}
+    if isinstance(structured, dict) and not marker.keys() & structured.keys():
+        return {**structured, **marker}
     if structured is not None:
-        body["result"] = structured
-    else:
-        body["content"] = content
-    return body
+        return {**marker, "result": structured}
+    return {**marker, "content": content}
 
 
 def _uncertain(spec: ToolSpec, read_code: str, message: str) -> Outcome:

@@ -22,12 +22,12 @@ async def test_an_identical_write_is_replayed_from_the_record_without_a_second_s
     assert text_of(replay).startswith(f"not executed again: identical to action {action_id}")
     assert replay.meta[META_REPLAYED] is True and replay.meta[META_ACTION_ID] == action_id
     # No output schema: the replay says so in structuredContent too, carrying the recorded result.
+    assert first.structured is not None
     assert replay.structured == {
+        **first.structured,
         "replayed": True,
-        "executed": False,
         "action_id": action_id,
-        "message": replay.content[0]["text"],
-        "result": first.structured,
+        "not_executed_again": replay.content[0]["text"],
     }
     assert world.tools.effects == [("write", {"text": "hello"})]
     assert (await world.run(run.run_id)).spent["writes"] == 1
