@@ -18,6 +18,7 @@ gate can refuse them `tool_definition_changed` and the operator API can show the
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -97,14 +98,24 @@ class ToolSpec:
         return Reservation(spend=held, tool_calls=1, writes=1 if self.is_write else 0)
 
     def argument_problems(self, arguments: Any) -> list[str]:
+        return [f"{f['field']}: {f['problem']}" for f in self.argument_faults(arguments)]
+
+    def argument_faults(self, arguments: Any) -> list[dict[str, str]]:
+        """Each way the arguments break the input schema: {field, rule (the schema keyword), problem}."""
         if self.quick_check is not None and self.quick_check(arguments):
             return []  # what jsonschema would find: nothing
-        problems = []
+        faults = []
         for error in sorted(self.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)):
-            where = "/".join(str(p) for p in error.absolute_path) or "(arguments)"
-            problems.append(f"{where}: {error.message}"[:300])
-        return problems[:20]
+            path = [str(p) for p in error.absolute_path]
+            missing = _REQUIRED.fullmatch(error.message) if error.validator == "required" else None
+            if missing is not None:
+                path.append(missing.group(1))  # the field that is missing, not the object that lacks it
+            field = "/".join(path) or "(arguments)"
+            faults.append({"field": field[:200], "rule": str(error.validator), "problem": error.message[:300]})
+        return faults[:20]
 
+
+_REQUIRED = re.compile(r"'(.{1,200})' is a required property")
 
 FORMAT_CHECKER = format_checker()  # `format` is asserted: gateway/domain/formats.py
 

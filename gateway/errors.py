@@ -25,6 +25,10 @@ a refusal that needs a decision (an approval, a new lease, a bigger budget).
 
 Refusals carry `details`: extra, JSON-safe fields that reach the client inside
 `structuredContent.error` (the dimension of an exhausted budget, the id of a pending approval).
+A refusal's `message` is recorded with the rejected action; its `echo` (a piece of the caller's own
+arguments, such as the value a constraint refused) is answered to the caller and never recorded,
+so a purged payload leaves nothing of itself in the ledger. What each code's text names:
+docs/refusals.md.
 """
 
 from __future__ import annotations
@@ -104,8 +108,13 @@ class WarrantError(Exception):
         self.http_status = http_status
         return self
 
+    @property
+    def answer(self) -> str:
+        """The explanation the caller is answered with (the message; a refusal adds its echo)."""
+        return self.message
+
     def to_dict(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"code": self.code, "message": self.message, "retryable": self.retryable}
+        body: dict[str, Any] = {"code": self.code, "message": self.answer, "retryable": self.retryable}
         for key, value in self.details.items():
             body.setdefault(key, value)
         return body
@@ -156,10 +165,15 @@ class Refusal(WarrantError):
 
     http_status = 409
 
-    def __init__(self, code: str, message: str, **details: Any) -> None:
+    def __init__(self, code: str, message: str, *, echo: str | None = None, **details: Any) -> None:
         if code not in CALL_CODES:
             raise ValueError(f"unknown refusal code {code!r}")
         super().__init__(message, code=code, **details)
+        self.echo = echo  # answered, never recorded: it quotes the caller's arguments
+
+    @property
+    def answer(self) -> str:
+        return f"{self.message} ({self.echo})" if self.echo else self.message
 
 
 class DamagedRecord(WarrantError):

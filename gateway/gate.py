@@ -27,6 +27,7 @@ from gateway.canonical import payload_sha256
 from gateway.catalog import Catalog, ToolSpec
 from gateway.clock import Clock, isoformat
 from gateway.domain.admission import CallFacts, dead_refusal, lease_refusal
+from gateway.domain.answers import CHECK_BACK_S, WAITING_CODES, approval_wait
 from gateway.domain.approvals import Requirement
 from gateway.domain.contract import ApprovalRule, Contract, Terms
 from gateway.domain.lease_rules import LeaseWrite, lease_rule, lease_write, renewal_due
@@ -69,6 +70,9 @@ META_REPLAYED = "warrant/replayed"
 META_BUDGET = "warrant/budget_remaining"
 META_RESULT_PURGED = "warrant/result_purged"  # a replay whose recorded result was purged (retention)
 META_RECEIPT = "warrant/receipt"  # ... and the receipt it answers with instead
+# Every refused or failed call's code, also on a waiting answer that is not an error result (isError
+# false: approval_required, run_waiting), so a harness tells "not executed" from a success by `_meta`.
+META_CODE = "warrant/code"
 # How long a run's hard cancel is remembered for calls admitted just before it (seconds): far
 # longer than the moment between an admit's commit and its dispatch.
 CANCELLED_HARD_KEPT_S = 600.0
@@ -85,9 +89,10 @@ class CallResult:
 
     @classmethod
     def refused(cls, error: WarrantError, action_id: str | None = None) -> CallResult:
-        meta = {META_ACTION_ID: action_id} if action_id else {}
+        meta: dict[str, Any] = {META_ACTION_ID: action_id} if action_id else {}
+        meta[META_CODE] = error.code
         return cls(
-            content=[{"type": "text", "text": f"[{error.code}] {error.message}"}],
+            content=[{"type": "text", "text": f"[{error.code}] {error.answer}"}],
             structured={"error": error.to_dict()},
             is_error=True,
             meta=meta,
@@ -221,9 +226,23 @@ class Gate:
         self, token: str | None, tool: str, arguments: Any, meta: Mapping[str, Any] | None
     ) -> CallResult:
         try:
-            return await self._call_entry(token, tool, arguments, meta)
+            result = await self._call_entry(token, tool, arguments, meta)
         except Refusal as refusal:  # one the store would not record (limits.refusals): answered all the same
-            return CallResult.refused(refusal)
+            result = CallResult.refused(refusal)
+        return self._waiting_answer(tool, result)
+
+    def _waiting_answer(self, tool: str, result: CallResult) -> CallResult:
+        """A call that waits on a person (WAITING_CODES) is answered as a non-error result, unless its
+        tool declares an output schema (a client validates a non-error result against it): the text
+        and `structuredContent.error` say "not executed" and how to wait, and a framework that turns
+        error results into retries (pydantic-ai: two per tool and the run is over) spends none on
+        waiting. docs/decisions.md, "Answers a model can act on"."""
+        if not result.is_error or result.code not in WAITING_CODES:
+            return result
+        spec = self.catalog.get(tool)
+        if spec is not None and spec.definition.output_schema is not None:
+            return result
+        return replace(result, is_error=False)
 
     def _counted(self, tool: str, result: CallResult) -> CallResult:
         if META_BUDGET not in result.meta:  # not dispatched: a dispatched call counts as it settles
@@ -353,10 +372,32 @@ class Gate:
             fresh = await self._fresh(info)
             return await self._call(fresh, tool, arguments, digest, client_operation_id, repeat_of, stale_retry=True)
         if isinstance(admitted, Refused):
-            return CallResult.refused(admitted.refusal, admitted.action_id)
+            refusal = admitted.refusal
+            if refusal.code == "run_waiting":
+                refusal = await self._waiting_refusal(info, tool, refusal)
+            return CallResult.refused(refusal, admitted.action_id)
         if isinstance(admitted, Held):
             return await self._held(info, admitted, tool, digest)
         return await self._dispatch_and_settle(spec, admitted, arguments)
+
+    async def _waiting_refusal(self, info: TokenInfo, tool: str, refusal: Refusal) -> Refusal:
+        """`run_waiting`, naming the approvals the run waits on and when to check back."""
+        run = info.run
+        pending = await self.store.list_approvals(run.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
+        now = self.clock.now()
+        ids = [f"{a.approval_id} ({a.tool}, decided by {isoformat(a.decide_by)})" for a in pending.items[:5]]
+        on = f"approval {', '.join(ids)}" if ids else "an approval"
+        check_after = isoformat(now + CHECK_BACK_S)
+        return Refusal(
+            "run_waiting",
+            f"not executed: {tool} is a write and the run is waiting on {on}; while it waits only reads, the "
+            f"warrant_* tools and the approved write are admitted; check with warrant_status after {check_after} "
+            f"({CHECK_BACK_S} s) and call {tool} again once the run's status is running",
+            status="waiting",
+            pending_approvals=[a.approval_id for a in pending.items],
+            check_after=check_after,
+            retry_after_s=CHECK_BACK_S,
+        )
 
     async def _held(self, info: TokenInfo, held: Held, tool: str, digest: str) -> CallResult:
         """Gate step 4: the operation id is already taken in this lineage."""
@@ -364,7 +405,9 @@ class Gate:
         if holder.payload_sha256 != digest or holder.tool != tool:
             refusal = Refusal(
                 "idempotency_conflict",
-                f"operation {holder.operation_id} was used for another payload (action {holder.action_id})",
+                f"not executed: operation {holder.operation_id} was already used for another payload (action "
+                f"{holder.action_id}); one operation id names one payload: send this one under a fresh "
+                f"_meta[{OPERATION_ID_META!r}]",
                 action_id=holder.action_id,
             )
             return await self._reject(info, tool, digest, refusal)
@@ -382,20 +425,29 @@ class Gate:
             return await self._replay(holder)
         if holder.status is ActionStatus.ADMITTED:
             refusal = Refusal(
-                "operation_in_progress", f"action {holder.action_id} is still in flight", action_id=holder.action_id
+                "operation_in_progress",
+                f"not executed again: the same operation is still in flight as action {holder.action_id}; its "
+                "outcome will be recorded once: call again with the same arguments in a few seconds to get its result",
+                action_id=holder.action_id,
+                retry_after_s=2,
             )
         else:
             refusal = Refusal(
                 "outcome_unknown",
-                f"action {holder.action_id} may have happened; it must be reconciled before this operation "
-                "can be tried again",
+                f"not executed again: action {holder.action_id} of the same operation may have happened (its outcome "
+                "is unknown); do not retry it: an operator or the adapter's lookup reconciles it, after which this "
+                "call replays its result or may be made again (warrant_status shows the run)",
                 action_id=holder.action_id,
             )
         return await self._reject(info, tool, digest, refusal)
 
     async def _replay(self, holder: ActionRecord) -> CallResult:
         stored = await self.store.get_blob(holder.result_sha256) if holder.result_sha256 else None
-        text = f"not executed again: identical to action {holder.action_id}"
+        text = (
+            f"not executed again: identical to action {holder.action_id}, which already succeeded; this is its "
+            "recorded result (to make the same write twice on purpose, call warrant_repeat with that action_id "
+            "and a reason)"
+        )
         meta: dict[str, Any] = {META_ACTION_ID: holder.action_id, META_REPLAYED: True}
         if holder.result_sha256 and stored is None:
             # Purged under retention (docs/retention.md): the write happened once; its receipt is all
@@ -405,11 +457,15 @@ class Gate:
             meta[META_RECEIPT] = holder.receipt
         stored = stored if isinstance(stored, dict) else {}
         note = {"type": "text", "text": text}
-        return CallResult(
-            content=[note, *stored.get("content", [])],
-            structured=stored.get("structured"),
-            meta=meta,
-        )
+        content, structured = stored.get("content", []), stored.get("structured")
+        spec = self.catalog.get(holder.tool)
+        if spec is None or spec.definition.output_schema is None:
+            # No schema holds the client to the tool's own shape: the replay says so where models
+            # read (pydantic-ai and Claude Code hand the model structuredContent alone).
+            structured = replay_structured(holder.action_id, text, structured, content)
+        # else: structuredContent stays exactly the tool's, valid against its output schema; the replay
+        # is told by the text and `_meta` (warrant/replayed, warrant/action_id).
+        return CallResult(content=[note, *content], structured=structured, meta=meta)
 
     # -- step 5 ------------------------------------------------------------------------------
     async def _approval(
@@ -441,12 +497,15 @@ class Gate:
                 return approval.approval_id
         for approval in matching:
             if approval.status is ApprovalStatus.PENDING and approval.decide_by > now:
-                return _approval_required(approval)
+                return _approval_required(approval, now)
         latest = matching[0] if matching else None
         if latest is not None and latest.status is ApprovalStatus.DENIED:
             refusal = Refusal(
                 "approval_denied",
-                f"approval {latest.approval_id} denied this exact payload",
+                f"not executed: a person denied this exact payload (approval {latest.approval_id}"
+                + (f", note: {latest.note[:200]}" if latest.note else "")
+                + "); it stays refused: change the arguments, or ask again with warrant_propose giving evidence "
+                "and a rationale",
                 approval_id=latest.approval_id,
                 note=latest.note,
             )
@@ -474,18 +533,27 @@ class Gate:
         )
         pending = await self.store.request_approval(request, facts)
         if isinstance(pending, Refused):
-            return CallResult.refused(pending.refusal, pending.action_id)
+            refused = pending.refusal
+            if refused.code == "run_waiting":
+                refused = await self._waiting_refusal(info, spec.name, refused)
+            return CallResult.refused(refused, pending.action_id)
         if lapsed and latest is not None:
+            fresh = pending.approval
+            check_after = isoformat(min(now + CHECK_BACK_S, fresh.decide_by))
             refusal = Refusal(
                 "approval_expired",
-                f"approval {latest.approval_id} expired; a fresh approval {pending.approval.approval_id} is pending",
-                approval_id=pending.approval.approval_id,
+                f"not executed: approval {latest.approval_id} for this exact payload lapsed before it was used; "
+                f"a fresh approval {fresh.approval_id} is pending; "
+                + approval_wait(spec.name, fresh.approval_id, isoformat(fresh.decide_by), check_after),
+                approval_id=fresh.approval_id,
                 expired_approval_id=latest.approval_id,
                 payload_sha256=digest,
-                expires_at=isoformat(pending.approval.decide_by),
+                expires_at=isoformat(fresh.decide_by),
+                check_after=check_after,
+                retry_after_s=CHECK_BACK_S,
             )
             return CallResult.refused(refusal)
-        return _approval_required(pending.approval, pending.replaced)
+        return _approval_required(pending.approval, now, pending.replaced)
 
     # -- steps 7 and 8 -----------------------------------------------------------------------
     async def _dispatch_and_settle(self, spec: ToolSpec, admitted: Admitted, arguments: Any) -> CallResult:
@@ -800,18 +868,37 @@ _FAILURE_CODES = frozenset(
 )
 
 
-def _approval_required(approval: ApprovalRecord, replaced: str | None = None) -> CallResult:
+def _approval_required(approval: ApprovalRecord, now: float, replaced: str | None = None) -> CallResult:
     details: dict[str, Any] = {"replaced_approval_id": replaced} if replaced else {}
+    check_after = isoformat(min(now + CHECK_BACK_S, approval.decide_by))
+    decide_by = isoformat(approval.decide_by)
     refusal = Refusal(
         "approval_required",
-        f"a human must approve this exact payload first (approval {approval.approval_id}); "
-        "call again with the same arguments once it is approved",
+        f"not executed: {approval.tool} needs a person with role {approval.role} to approve this exact payload, "
+        f"and approval {approval.approval_id} is pending; "
+        + approval_wait(approval.tool, approval.approval_id, decide_by, check_after),
         approval_id=approval.approval_id,
         payload_sha256=approval.payload_sha256,
-        expires_at=isoformat(approval.decide_by),
+        expires_at=decide_by,
+        role=approval.role,
+        check_after=check_after,
+        retry_after_s=CHECK_BACK_S,
         **details,
     )
     return CallResult.refused(refusal)
+
+
+def replay_structured(action_id: str, note: str, structured: Any, content: list[dict[str, Any]]) -> dict[str, Any]:
+    """A replay's structuredContent for a tool without an output schema: the recorded result's own keys
+    with `replayed`, `action_id` (the original) and `not_executed_again` (the note) beside them. A
+    result that has one of those keys itself, or is not an object, goes under `result` instead (a
+    result with no structured part: its content under `content`), so nothing of it is overwritten."""
+    marker: dict[str, Any] = {"replayed": True, "action_id": action_id, "not_executed_again": note}
+    if isinstance(structured, dict) and not marker.keys() & structured.keys():
+        return {**structured, **marker}
+    if structured is not None:
+        return {**marker, "result": structured}
+    return {**marker, "content": content}
 
 
 def _uncertain(spec: ToolSpec, read_code: str, message: str) -> Outcome:

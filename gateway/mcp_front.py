@@ -225,6 +225,7 @@ def build_mcp_server(gate_of: Callable[[], Gate], catalog: Catalog) -> Server[An
                     description=spec.definition.description
                     or f"{spec.tool}, served by the {spec.adapter.name} adapter.",
                     input_schema=spec.definition.input_schema,
+                    output_schema=spec.definition.output_schema,
                     annotations=annotations,
                 )
             )

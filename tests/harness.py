@@ -382,8 +382,9 @@ async def open_world(backend: Backend, clock: ManualClock) -> World:
 
 
 def code_of(result: CallResult) -> str | None:
-    """The refusal or failure code of a call result (None for a success)."""
-    return result.code if result.is_error else None
+    """The refusal or failure code of a call result (None for a success). A waiting answer
+    (approval_required, run_waiting) is not an error result, and still has its code."""
+    return result.code
 
 
 def text_of(result: CallResult) -> str:

@@ -27,6 +27,10 @@ class ToolDefinition:
     annotations: dict[str, Any] | None = None
     timeout: float | None = None  # seconds; the gateway's default when None
     expose_as: str | None = None  # an alias when `<adapter>__<tool>` is too long
+    # The JSON Schema its structured results conform to, shown in tools/list; clients validate a
+    # success's structuredContent against it, so the gateway never reshapes such a result. Not part
+    # of `sha256`: it does not change what a call sends, so no approval or pin depends on it.
+    output_schema: dict[str, Any] | None = None
 
     def sha256(self) -> str:
         """The hash an approval binds to: a changed description or schema is another tool."""

@@ -480,6 +480,7 @@ def _definition(tool: types.Tool) -> ToolDefinition:
         description=tool.description or "",
         input_schema=dict(tool.input_schema),
         annotations=annotations or None,
+        output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
     )
 
 

@@ -44,11 +44,18 @@ class PythonAdapter(Adapter):
         return f"in-process tool {tool} of adapter {self.name}"
 
     def tool(
-        self, *, input_schema: dict[str, Any], description: str = "", name: str | None = None
+        self,
+        *,
+        input_schema: dict[str, Any],
+        description: str = "",
+        name: str | None = None,
+        output_schema: dict[str, Any] | None = None,
     ) -> Callable[[ToolFunction], ToolFunction]:
         def register(fn: ToolFunction) -> ToolFunction:
             tool_name = name or fn.__name__
-            definition = ToolDefinition(tool_name, description or (fn.__doc__ or "").strip(), input_schema)
+            definition = ToolDefinition(
+                tool_name, description or (fn.__doc__ or "").strip(), input_schema, output_schema=output_schema
+            )
             self._tools[tool_name] = (definition, fn)
             return fn
 

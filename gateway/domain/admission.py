@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gateway.domain.answers import budget_message
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import RunStatus, status_refusal
 from gateway.domain.limits import CallLimits
@@ -140,20 +141,27 @@ def call_refusal(run: RunSnapshot, call: CallFacts, now: float) -> Refusal | Non
     if run.active_seconds(now) >= run.limits["active_seconds"]:
         return Refusal(
             "budget_exhausted",
-            "the run has used all of its active_seconds",
+            f"not executed: the run has used all of its active_seconds budget ({run.limits['active_seconds']} s of "
+            "active time, 0 left); no tool call is admitted; an operator may raise the budget with a revision",
             dimension="active_seconds",
             limit=run.limits["active_seconds"],
+            left=0,
         )
     for dim, need in call.reservation.as_dict().items():
         if need and run.spent[dim] + run.reserved[dim] + need > run.limits[dim]:
             show = (lambda v: format_money(v, run.currency)) if dim == "spend" else (lambda v: v)
+            left = show(max(0, run.limits[dim] - run.spent[dim] - run.reserved[dim]))
+            amounts = {
+                "limit": show(run.limits[dim]),
+                "spent": show(run.spent[dim]),
+                "reserved": show(run.reserved[dim]),
+                "needed": show(need),
+                "left": left,
+            }
             return Refusal(
                 "budget_exhausted",
-                f"the run's {dim} budget cannot cover this call",
+                budget_message(dim, **amounts, holding=run.reserved[dim] > 0),
                 dimension=dim,
-                limit=show(run.limits[dim]),
-                spent=show(run.spent[dim]),
-                reserved=show(run.reserved[dim]),
-                needed=show(need),
+                **amounts,
             )
     return None

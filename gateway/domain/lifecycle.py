@@ -70,11 +70,18 @@ TRANSITIONS: dict[tuple[RunStatus, RunEvent], RunStatus] = {
 def status_refusal(status: RunStatus) -> Refusal:
     """The refusal a call meets when the run is in `status` (running admits everything)."""
     messages = {
-        RunStatus.WAITING: "the run is waiting for an approval; only reads and the approved write are admitted",
-        RunStatus.PAUSED: "the run is paused by an operator",
-        RunStatus.COMPLETED: "the run is completed",
-        RunStatus.CANCELLED: "the run was cancelled",
-        RunStatus.EXPIRED: "the run's deadline has passed",
+        RunStatus.WAITING: (
+            "not executed: the run is waiting for an approval; until it is decided only reads, the warrant_* tools "
+            "and the approved write are admitted; check with warrant_status and make this write once the run is "
+            "running again"
+        ),
+        RunStatus.PAUSED: (
+            "not executed: the run is paused by an operator; nothing is admitted until an operator resumes it "
+            "(warrant_status shows the run's status)"
+        ),
+        RunStatus.COMPLETED: "not executed: the run is completed; it admits no further call",
+        RunStatus.CANCELLED: "not executed: the run was cancelled by an operator; it admits no further call",
+        RunStatus.EXPIRED: "not executed: the run's deadline has passed; it admits no further call",
     }
     return Refusal(f"run_{status.value}", messages[status], status=status.value)
 

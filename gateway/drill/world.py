@@ -167,6 +167,8 @@ class Agent:
         if result.is_error:
             error = (structured or {}).get("error")
             code = error.get("code") if isinstance(error, dict) else "error"
+        elif isinstance((result.meta or {}).get("warrant/code"), str):
+            code = (result.meta or {})["warrant/code"]  # a waiting answer: not executed, not an error result
         return Reply(code, structured, dict(result.meta or {}), text)
 
 

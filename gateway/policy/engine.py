@@ -11,9 +11,11 @@ evaluated requires approval.
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Any
 
 from gateway.catalog import ToolSpec
+from gateway.domain.answers import constraint_refusal, forbidden_refusal, schema_refusal
 from gateway.domain.approvals import combine
 from gateway.domain.contract import ApprovalRule, Terms
 from gateway.errors import Refusal
@@ -23,28 +25,34 @@ from gateway.policy.expressions import ExpressionError, compiled
 def authority_refusal(name: str, spec: ToolSpec | None, terms: Terms, arguments: Any) -> Refusal | None:
     """Gate steps 2 and 3: the tool exists, its arguments fit its schema, policy and contract allow it."""
     if spec is None:
-        return Refusal("tool_not_found", f"no tool named {name!r} is served here", tool=name)
+        return Refusal(
+            "tool_not_found",
+            f"not executed: no tool named {name!r} is served here; tools/list shows the tools this run may call",
+            tool=name,
+        )
     if spec.policy is None:
-        return Refusal("forbidden", f"{name} has no policy yet; an operator must give it one", tool=name)
+        return Refusal(
+            "forbidden",
+            f"not executed: {name} has no policy yet, so the gateway refuses it (fail closed); an operator must "
+            "give it one; tools/list shows the tools this run may call",
+            tool=name,
+        )
     if not terms.allows(name):
-        return Refusal("forbidden", f"this run's contract does not allow {name}", tool=name)
+        denied_by = next((p for p in terms.deny if fnmatch.fnmatchcase(name, p)), None)
+        return forbidden_refusal(name, terms.allow, terms.deny, denied_by)
     if not spec.pin_state.callable:
         return pin_refusal(spec)
-    problems = spec.argument_problems(arguments)
-    if problems:
-        return Refusal("invalid_arguments", f"the arguments do not match {name}'s input schema", problems=problems)
+    faults = spec.argument_faults(arguments)
+    if faults:
+        return schema_refusal(name, faults)
     constraint = terms.constraints.get(name)
     if constraint is not None:
         try:
-            holds = constraint.evaluate(arguments)
+            holds, evaluated = constraint.evaluate(arguments), True
         except ExpressionError:
-            holds = False
+            holds, evaluated = False, False
         if not holds:
-            return Refusal(
-                "constraint_violated",
-                f"the arguments break this run's constraint on {name}",
-                constraint=constraint.source,
-            )
+            return constraint_refusal(name, constraint.source, arguments, evaluated=evaluated)
     return None
 
 

@@ -219,16 +219,27 @@ class GateOps(LeaseOps, LimitOps):
             or row["tool"] != intent.tool
             or (row["payload_sha256"] != intent.payload_sha256 or row["spec_version"] != run.spec_version)
         ):
-            return Refusal("approval_required", "no approval binds this exact payload", tool=intent.tool)
+            return Refusal(
+                "approval_required",
+                "not executed: no approval binds this exact payload under the run's current contract"
+                "; call again with the same arguments: a fresh approval is asked for if one is needed",
+                tool=intent.tool,
+            )
         if row["status"] != ApprovalStatus.APPROVED.value:
             return Refusal(
-                "approval_required", f"the approval is {row['status']}, not approved", approval_id=row["approval_id"]
+                "approval_required",
+                f"not executed: approval {row['approval_id']} is {row['status']}, not approved; check with "
+                "warrant_status, and call again with the same arguments once it is approved",
+                approval_id=row["approval_id"],
             )
         if row["valid_until"] is not None and now >= row["valid_until"]:
             conn.execute("UPDATE approvals SET status = 'expired' WHERE approval_id = ?", (row["approval_id"],))
             self._event(conn, run.run_id, "approval_expired", now, approval_id=row["approval_id"], was="approved")
             return Refusal(
-                "approval_expired", "the approval expired before it was used", approval_id=row["approval_id"]
+                "approval_expired",
+                f"not executed: approval {row['approval_id']} lapsed before it was used; call again with the same "
+                "arguments to ask for a fresh approval",
+                approval_id=row["approval_id"],
             )
         return None
 

@@ -16,7 +16,7 @@ LOST = {"card": "lost"}
 
 
 def code_of(result: CallResult) -> str | None:
-    return result.structured["error"]["code"] if result.is_error and result.structured else None
+    return result.code  # a waiting answer (approval_required) is not an error result, and has its code
 
 
 async def unknown_action(api: Api) -> tuple[dict[str, Any], str, str]:

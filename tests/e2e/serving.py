@@ -66,9 +66,11 @@ def warrant_serve(
 
 
 def code_of(result: types.CallToolResult) -> str | None:
-    """The refusal or failure code of an MCP tool result (None: it succeeded)."""
+    """The refusal or failure code of an MCP tool result (None: it succeeded). A waiting answer
+    (approval_required, run_waiting) is not an error result; its `_meta` names its code."""
     if not result.is_error:
-        return None
+        waiting: str | None = (result.meta or {}).get("warrant/code")
+        return waiting
     assert result.structured_content is not None, result
     code: str = result.structured_content["error"]["code"]
     return code

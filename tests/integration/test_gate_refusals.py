@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from gateway.domain.answers import WAITING_CODES
 from gateway.domain.lifecycle import ActionStatus
 from gateway.errors import Unauthenticated
-from gateway.gate import META_ACTION_ID, CallResult
+from gateway.gate import META_ACTION_ID, META_CODE, CallResult
 from tests.harness import OPS, Run, World, code_of, op
 
 pytestmark = pytest.mark.anyio
@@ -221,7 +222,9 @@ async def test_a_refused_call_reaches_no_tool_and_is_answered_with_its_code(worl
 
     result = await case.refused(world, run)
 
-    assert result.is_error and result.code == case.code
+    # A waiting answer is not an error result (docs/decisions.md, "Answers a model can act on").
+    assert result.is_error is (case.code not in WAITING_CODES) and result.code == case.code
+    assert result.meta[META_CODE] == case.code
     assert result.structured is not None
     error = result.structured["error"]
     assert error["code"] == case.code

@@ -153,7 +153,7 @@ class World:
 
 
 def code_of(result: CallResult) -> str | None:
-    return result.structured["error"]["code"] if result.is_error and result.structured else None
+    return result.code  # a waiting answer (approval_required) is not an error result, and has its code
 
 
 def adapter_copy(source: Path, target: Path, url: str) -> Path:

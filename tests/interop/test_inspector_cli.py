@@ -90,10 +90,11 @@ async def test_lists_and_calls_with_the_inspector_cli(api: Api, tmp_path: Path, 
         "--tool-args-json",
         '{"to": "x@example.com"}',
     )
-    # The Inspector prints the result and exits 5: the tool answered isError.
-    assert ran.returncode == TOOL_IS_ERROR, ran.stdout + ran.stderr
+    # A waiting answer is not an error result (docs/decisions.md, "Answers a model can act on"): the
+    # Inspector prints it and exits 0, not TOOL_IS_ERROR.
+    assert ran.returncode == 0, ran.stdout + ran.stderr
     order = json.loads(ran.stdout)["result"]
-    assert order["isError"] is True
+    assert order["isError"] is False and order["_meta"]["warrant/code"] == "approval_required"
     assert order["structuredContent"]["error"]["code"] == "approval_required"
     assert order["content"][0]["text"].startswith("[approval_required]")
     assert api.effects == []

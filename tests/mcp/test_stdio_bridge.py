@@ -31,7 +31,8 @@ async def test_the_stdio_bridge_lists_and_calls_through_the_gate(api: Api, mode:
     assert read.meta["warrant/action_id"].startswith("act_")
     # The gateway's own stamp is stripped; only the bridge's (the server this client talks to) may remain.
     assert read.meta.get("io.modelcontextprotocol/serverInfo", {"name": "warrant-stdio"})["name"] == "warrant-stdio"
-    assert gated.is_error is True and gated.structured_content is not None
+    assert gated.is_error is False and gated.structured_content is not None  # waiting: not an error result
+    assert gated.meta is not None and gated.meta["warrant/code"] == "approval_required"
     assert gated.structured_content["error"]["code"] == "approval_required"
     assert api.effects == []
 

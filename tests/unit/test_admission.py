@@ -154,6 +154,7 @@ def test_an_exhausted_spend_budget_shows_money_as_decimal_strings() -> None:
         "spent": "15.00",
         "reserved": "4.50",
         "needed": "0.51",
+        "left": "0.50",
     }
 
 
