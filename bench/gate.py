@@ -1,6 +1,11 @@
 """Throughput and latency of one tools/call through the gate, in process, on a real SQLite file.
 
     .venv/bin/python bench/gate.py [--calls N] [--concurrency C] [--warmup W] [--distinct-reads]
+        [--lease-ttl D]
+
+`--lease-ttl` (default 1h, which no run of the bench outlasts) set short makes the lease's
+renewal by requests (docs/leases.md: written once a tenth of the TTL has passed) part of what is
+measured: the `normal tx` column then counts the renewals too.
 
 One run (budgets far above what the bench uses), one lease, a `PythonAdapter` with a no-op read
 tool and a no-op write tool (policies: effect read, effect write). Each phase calls the gate
@@ -217,18 +222,18 @@ class Bench:
         return phase
 
 
-async def setup(path: str) -> tuple[SQLiteStore, Gate, str]:
+async def setup(path: str, lease_ttl: str = "1h") -> tuple[SQLiteStore, Gate, str]:
     clock = SystemClock()
     store = SQLiteStore(path, clock=clock, ledger_key=b"bench-ledger-key-not-a-secret-0123456789")
     await store.open()
     try:
-        return store, *(await _prepare(store, clock))
+        return store, *(await _prepare(store, clock, lease_ttl))
     except BaseException:
         await store.close()  # aiosqlite's thread would keep the process alive
         raise
 
 
-async def _prepare(store: SQLiteStore, clock: SystemClock) -> tuple[Gate, str]:
+async def _prepare(store: SQLiteStore, clock: SystemClock, lease_ttl: str) -> tuple[Gate, str]:
     catalog = Catalog(
         [build_adapter()],
         {READ_TOOL: ToolPolicy(effect="read"), WRITE_TOOL: ToolPolicy(effect="write")},
@@ -240,7 +245,7 @@ async def _prepare(store: SQLiteStore, clock: SystemClock) -> tuple[Gate, str]:
             "spec_version": "v1",
             "owner": "bench@example",
             "expires_in": "72h",
-            "lease_ttl": "1h",
+            "lease_ttl": lease_ttl,
             "budgets": {"spend": "1000000.00", "tool_calls": big, "writes": big, "active_seconds": big},
             "authority": {"allow": ["bench__*"]},
         }
@@ -286,10 +291,10 @@ def _sqlite_version() -> str:
     return sqlite3.sqlite_version
 
 
-async def main(calls: int, concurrency: int, warmup: int, distinct_reads: bool) -> int:
+async def main(calls: int, concurrency: int, warmup: int, distinct_reads: bool, lease_ttl: str = "1h") -> int:
     probes = [speed_probe()]
     with tempfile.TemporaryDirectory(prefix="warrant-bench-") as folder:
-        store, gate, token = await setup(os.path.join(folder, "bench.db"))
+        store, gate, token = await setup(os.path.join(folder, "bench.db"), lease_ttl)
         bench = Bench(gate, token, distinct_reads=distinct_reads)
         phases: list[Phase] = []
         statements: dict[str, tuple[float, float]] = {}
@@ -335,7 +340,10 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent tasks (default 16)")
     parser.add_argument("--warmup", type=int, default=200, help="warm-up calls per kind (default 200)")
     parser.add_argument("--distinct-reads", action="store_true", help="give every read a payload of its own")
+    parser.add_argument("--lease-ttl", default="1h", help="the run's lease_ttl (default 1h: never renewed by time)")
     options = parser.parse_args()
     if options.calls < 1 or options.concurrency < 1 or options.warmup < 0:
         parser.error("--calls and --concurrency must be at least 1, --warmup at least 0")
-    sys.exit(asyncio.run(main(options.calls, options.concurrency, options.warmup, options.distinct_reads)))
+    sys.exit(
+        asyncio.run(main(options.calls, options.concurrency, options.warmup, options.distinct_reads, options.lease_ttl))
+    )

@@ -30,6 +30,7 @@ from gateway.domain.admission import CallFacts, dead_refusal, lease_refusal
 from gateway.domain.answers import CHECK_BACK_S, WAITING_CODES, approval_wait
 from gateway.domain.approvals import Requirement
 from gateway.domain.contract import ApprovalRule, Contract, Terms
+from gateway.domain.lease_rules import LeaseWrite, lease_rule, lease_write, renewal_due
 from gateway.domain.leases import looks_like_token, token_hash
 from gateway.domain.lifecycle import ActionStatus
 from gateway.domain.operations import (
@@ -106,6 +107,7 @@ class Gate:
         self.clock = clock
         self._terms: dict[tuple[str, str], Terms] = {}
         self._tokens: dict[str, TokenInfo] = {}
+        self._holds: dict[str, asyncio.Future[TokenInfo | None]] = {}  # lease renewals under way, by token
         self._in_flight: dict[str, set[asyncio.Task[Any]]] = defaultdict(set)
         # Dispatches being aborted (by a hard cancel, or at shutdown), each with the reason recorded.
         self._aborting: dict[asyncio.Task[Any], str] = {}
@@ -132,7 +134,7 @@ class Gate:
         info = await self.store.authenticate(token_hash(token))
         if info is None:
             raise Unauthenticated("unknown lease token")
-        return info
+        return await self._hold(info)
 
     async def _identify(self, token: str | None) -> TokenInfo:
         """Step 1's identity, from a cache: a token's run, epoch and worker never change.
@@ -149,7 +151,30 @@ class Gate:
             if info is None:
                 raise Unauthenticated("unknown lease token")
             self._remember(info)
-        return info
+        return await self._hold(info)
+
+    async def _hold(self, info: TokenInfo) -> TokenInfo:
+        """Every authenticated request of the current holder renews its lease, and re-establishes one
+        that lapsed (gateway/domain/lease_rules.py). Decided here from what this process last read of
+        the run, so most requests write nothing (a renewal is due once a tenth of the TTL has passed);
+        the store decides again in its transaction."""
+        run = info.run
+        now = self.clock.now()
+        if not renewal_due(run, now, run.lease_ttl):  # the common case, without building a snapshot
+            return info
+        if lease_write(run.snapshot(), info.epoch, now, run.lease_ttl) is LeaseWrite.NOTHING:
+            return info
+        # Requests of one token that find a renewal due at once share one transaction: on PostgreSQL
+        # several on the same run row would conflict and be retried.
+        pending = self._holds.get(info.token_hash)
+        if pending is None:
+            pending = asyncio.ensure_future(self.store.hold_lease(info.token_hash))
+            self._holds[info.token_hash] = pending
+            pending.add_done_callback(lambda _: self._holds.pop(info.token_hash, None))
+        held = await asyncio.shield(pending)
+        assert held is not None, "lease tokens are never deleted"
+        self._remember(held)
+        return held
 
     def _remember(self, info: TokenInfo) -> None:
         if len(self._tokens) >= 10_000:
@@ -811,6 +836,7 @@ class Gate:
                 "current": info.epoch == run.epoch,
                 "expires_at": isoformat(run.lease_expires_at),
                 "refusal": refusal.code if refusal else None,
+                "state": lease_rule(run.snapshot(), info.epoch, self.clock.now()).state.value,
             },
             "deadline": isoformat(run.deadline),
             "budget_remaining": budget_remaining(run, self.clock.now()),

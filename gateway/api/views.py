@@ -9,6 +9,7 @@ from typing import Any
 from gateway.canonical import canonical_json
 from gateway.clock import isoformat
 from gateway.domain.contract import DIMENSIONS
+from gateway.domain.lease_rules import lease_held
 from gateway.domain.units import format_money
 from gateway.store.records import ActionRecord, ApprovalRecord, EventRecord, RunRecord
 
@@ -34,12 +35,8 @@ def run_view(run: RunRecord, now: float) -> dict[str, Any]:
                     ("remaining", remaining[dim]),
                 )
             }
-    lease_live = (
-        run.lease_expires_at is not None
-        and now < run.lease_expires_at
-        and not run.status.terminal
-        and run.lease_revoked_at is None
-    )
+    # Live: it holds against another worker's acquire (unexpired, or its run waits or is paused).
+    lease_live = run.lease_expires_at is not None and lease_held(run.snapshot(), now)
     return {
         "run_id": run.run_id,
         "status": run.status.value,

@@ -76,11 +76,10 @@ class CallFacts:
 
 def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
     """Gate step 1 for a known token: the run's status and deadline, the epoch, the key that granted
-    the lease, the lease's expiry.
+    the lease. Time never refuses the current holder (gateway/domain/lease_rules.py: its table).
 
     A run past its deadline is expired whatever its lease says; a dead lease is refused before
-    a paused run is mentioned, since that worker may not act for the run at all. A revoked lease is
-    named before an expired one: renewing it would not help.
+    a paused run is mentioned, since that worker may not act for the run at all.
     """
     if run.status.terminal:
         return status_refusal(run.status)
@@ -99,16 +98,14 @@ def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
             "the API key that granted this lease was revoked; a valid key must grant a new lease",
             epoch=epoch,
         )
-    if run.lease_expires_at is None or now >= run.lease_expires_at:
-        return Refusal("lease_expired", "the lease expired; renew or acquire it again", epoch=epoch)
     if run.status is RunStatus.PAUSED:
         return status_refusal(run.status)
     return spec_refusal(run)
 
 
 # The refusals that end a token for good: a takeover, the revocation of the key that granted it, a
-# run that is over. A paused run, an expired lease of the current holder or an unread revision are
-# not: the holder goes on once they pass, and may read its run meanwhile.
+# run that is over. A paused run or an unread revision are not: the holder goes on once they pass,
+# and may read its run meanwhile.
 DEAD_CODES = frozenset(
     {"lease_superseded", "lease_revoked", "run_cancelled", "run_completed", "run_failed", "run_expired"}
 )

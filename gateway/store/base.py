@@ -236,8 +236,16 @@ class Store(abc.ABC):
     async def renew_lease(self, token_hash: str) -> LeaseGrant:
         """The returned grant's `token` is empty: the token is never stored.
 
-        Raises: NotFound (unknown token); Refusal `lease_superseded` / `run_<terminal>`.
+        Raises: NotFound (unknown token); Refusal `lease_superseded` / `lease_revoked` / `run_<terminal>`.
+        A lease that lapsed with nobody taking it over is re-established (`lease_reestablished`).
         """
+
+    @abc.abstractmethod
+    async def hold_lease(self, token_hash: str) -> TokenInfo | None:
+        """A request of this token was authenticated: apply the lease table (gateway/domain/lease_rules.py)
+        in one transaction — renew the current holder's lease once a tenth of its TTL has passed since
+        the last renewal, re-establish one that lapsed (same epoch, `lease_reestablished`), leave a
+        dead token as it is. The token as it stands after; None for an unknown one."""
 
     @abc.abstractmethod
     async def authenticate(self, token_hash: str) -> TokenInfo | None: ...
@@ -245,7 +253,7 @@ class Store(abc.ABC):
     # -- the gate --------------------------------------------------------------------------
     @abc.abstractmethod
     async def admit(self, intent: Intent, facts: CallFacts) -> AdmitResult:
-        """Gate step 6: status, deadline, epoch, lease expiry, budget, approval, intent: ONE transaction.
+        """Gate step 6: status, deadline, epoch, lease, budget, approval, intent: ONE transaction.
 
         A refusal is recorded as a `rejected` action in the same transaction.
         """

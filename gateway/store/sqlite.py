@@ -5,21 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.clock import isoformat
-from gateway.domain import lifecycle
 from gateway.domain.contract import Contract
-from gateway.domain.leases import mint_token
-from gateway.domain.leases import token_hash as hash_token
 from gateway.domain.lifecycle import RunEvent, RunStatus
-from gateway.errors import Conflict, NotFound, Refusal
+from gateway.errors import Refusal
 from gateway.store.base import Store
 from gateway.store.records import (
     ApprovalStatus,
-    LeaseGrant,
     Page,
     Principal,
     RunRecord,
-    TokenInfo,
 )
 from gateway.store.sqlite_approvals import ApprovalOps
 from gateway.store.sqlite_audit import AuditOps
@@ -44,7 +38,7 @@ __all__ = ["SQLiteStore", "default_process_id"]
 
 
 class SQLiteStore(
-    GateOps,
+    GateOps,  # with LeaseOps
     ApprovalOps,
     ProgressOps,
     LineageOps,
@@ -180,99 +174,3 @@ class SQLiteStore(
 
     async def cancel(self, principal: Principal, run_id: str, reason: str | None, *, hard: bool) -> RunRecord:
         return await self._control(principal, run_id, RunEvent.CANCEL, reason, hard=hard)
-
-    # -- leases ----------------------------------------------------------------------------
-    async def acquire_lease(self, principal: Principal, run_id: str, worker: str, *, takeover: bool) -> LeaseGrant:
-        token = mint_token()
-
-        def tx(conn: Conn) -> LeaseGrant | Refusal:
-            now = self._clock.now()
-            run = self._expire_if_due(conn, run_from_row(self._run_row(conn, run_id, principal.tenant)), now)
-            if run.status.terminal:
-                return lifecycle.status_refusal(run.status)
-            # A lease whose granting key was revoked holds nothing: a valid key may grant a new one.
-            held = run.lease_expires_at is not None and now < run.lease_expires_at and run.lease_revoked_at is None
-            if held and not takeover:
-                raise Conflict(
-                    f"the lease is held by {run.lease_worker} until {isoformat(run.lease_expires_at)}; "
-                    "take it over explicitly to replace that worker",
-                    code="lease_held",
-                    worker=run.lease_worker,
-                    expires_at=isoformat(run.lease_expires_at),
-                )
-            epoch = run.epoch + 1
-            expires = now + run.lease_ttl
-            conn.execute(
-                "INSERT INTO leases (token_hash, run_id, epoch, worker, granted_by, granted_at, granted_key_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (hash_token(token), run_id, epoch, worker, principal.name, now, principal.key_id),
-            )
-            conn.execute(
-                "UPDATE runs SET epoch = ?, lease_worker = ?, lease_granted_by = ?, lease_expires_at = ?, "
-                "lease_revoked_at = NULL, updated_at = ? WHERE run_id = ?",
-                (epoch, worker, principal.name, expires, now, run_id),
-            )
-            self._event(
-                conn,
-                run_id,
-                "lease_granted",
-                now,
-                epoch=epoch,
-                worker=worker,
-                by=principal.name,
-                takeover=held,
-                previous_worker=run.lease_worker if held else None,
-            )
-            return LeaseGrant(run_id=run_id, token=token, epoch=epoch, worker=worker, expires_at=expires)
-
-        result = await self._db.transaction(tx, durable=True)
-        if isinstance(result, Refusal):
-            raise result
-        return result
-
-    async def renew_lease(self, token_hash: str) -> LeaseGrant:
-        def tx(conn: Conn) -> LeaseGrant | Refusal:
-            now = self._clock.now()
-            lease = conn.execute("SELECT * FROM leases WHERE token_hash = ?", (token_hash,)).fetchone()
-            if lease is None:
-                raise NotFound("unknown lease token")
-            run = self._expire_if_due(conn, run_from_row(self._run_row(conn, lease["run_id"])), now)
-            if run.status.terminal:
-                return lifecycle.status_refusal(run.status)
-            if lease["epoch"] != run.epoch:
-                return Refusal(
-                    "lease_superseded",
-                    "this lease was taken over by another worker",
-                    epoch=lease["epoch"],
-                    current_epoch=run.epoch,
-                )
-            if run.lease_revoked_at is not None:
-                return Refusal(
-                    "lease_revoked",
-                    "the API key that granted this lease was revoked; a valid key must grant a new lease",
-                    epoch=lease["epoch"],
-                )
-            expires = now + run.lease_ttl
-            conn.execute("UPDATE runs SET lease_expires_at = ? WHERE run_id = ?", (expires, run.run_id))
-            return LeaseGrant(run_id=run.run_id, token="", epoch=run.epoch, worker=lease["worker"], expires_at=expires)
-
-        result = await self._db.transaction(tx, durable=False)
-        if isinstance(result, Refusal):
-            raise result
-        return result
-
-    async def authenticate(self, token_hash: str) -> TokenInfo | None:
-        def read(conn: Conn) -> TokenInfo | None:
-            lease = conn.execute("SELECT * FROM leases WHERE token_hash = ?", (token_hash,)).fetchone()
-            if lease is None:
-                return None
-            run = run_from_row(self._run_row(conn, lease["run_id"]))
-            return TokenInfo(
-                run=run,
-                epoch=lease["epoch"],
-                worker=lease["worker"],
-                granted_by=lease["granted_by"],
-                token_hash=token_hash,
-            )
-
-        return await self._db.read(read)

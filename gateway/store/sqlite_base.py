@@ -16,6 +16,7 @@ from gateway.clock import Clock
 from gateway.domain import lifecycle
 from gateway.domain.admission import RunSnapshot
 from gateway.domain.contract import DIMENSIONS
+from gateway.domain.lease_rules import resumed_expiry
 from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.domain.refusals import RefusalLimits, recorded_reason, recorded_tool, refusal_scope
 from gateway.domain.units import format_money, headroom
@@ -173,10 +174,12 @@ class SQLiteBase:
         if run.active_since is not None:
             spent += max(0.0, now - run.active_since)
         accrues = target is RunStatus.RUNNING or (target is RunStatus.WAITING and run.count_waiting)
+        # Back to running from waiting or paused, the lease's time starts again (domain/lease_rules.py).
+        expires = resumed_expiry(run.status, target, run.lease_expires_at, run.lease_ttl, now)
         conn.execute(
             "UPDATE runs SET status = ?, status_reason = ?, active_seconds_spent = ?, active_since = ?, "
-            "updated_at = ? WHERE run_id = ?",
-            (target.value, reason, spent, now if accrues else None, now, run.run_id),
+            "lease_expires_at = ?, updated_at = ? WHERE run_id = ?",
+            (target.value, reason, spent, now if accrues else None, expires, now, run.run_id),
         )
         if event is RunEvent.RESUME:  # a resumed run's stall clock starts again (gateway/domain/watch.py)
             conn.execute("UPDATE runs SET progress_at = ? WHERE run_id = ?", (now, run.run_id))

@@ -11,6 +11,7 @@ from typing import Any
 from gateway import failpoints
 from gateway.domain import lifecycle
 from gateway.domain.admission import CallFacts, RunSnapshot, call_refusal, lease_refusal
+from gateway.domain.lease_rules import LeaseWrite, reestablishes
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.retention import operation_expired
 from gateway.domain.units import MAX_MONEY, format_money, headroom
@@ -26,6 +27,7 @@ from gateway.store.records import (
     SettleResult,
 )
 from gateway.store.sqlite_base import Conn, wire_reservation
+from gateway.store.sqlite_leases import LeaseOps
 from gateway.store.sqlite_limits import LimitOps
 from gateway.store.sqlite_rows import (
     ACTION_COLUMNS,
@@ -52,7 +54,7 @@ _RELEASE = (
 )
 
 
-class GateOps(LimitOps):
+class GateOps(LeaseOps, LimitOps):
     async def admit(self, intent: Intent, facts: CallFacts) -> AdmitResult:
         # A read's payload body this process already stored is not encoded and offered again.
         store_body = intent.effect == "write" or intent.payload_sha256 not in self._bodies
@@ -63,6 +65,12 @@ class GateOps(LimitOps):
             run = state.snapshot
             # Step 1's refusals come before any replay: a dead lease learns nothing about operations.
             refusal = lease_refusal(run, facts.epoch, now)
+            if refusal is None and reestablishes(run, facts.epoch, now):
+                # The holder's lease lapsed and nobody took it over: this call re-establishes it
+                # (recorded first; the update of the run row below renews it as every admit does).
+                self._write_lease(conn, run, state.lease_ttl, LeaseWrite.REESTABLISH, now, intent.worker)
+                state = self._run_state(conn, intent.run_id, now)
+                run = state.snapshot
             if refusal is None and intent.spec_version is not None and intent.spec_version != run.spec_version:
                 return Stale(run.spec_version)
             if refusal is None and intent.operation_id is not None:

@@ -80,14 +80,15 @@ async def test_a_token_of_a_revoked_key_gets_lease_revoked_from_warrant_status_a
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_live_or_merely_expired_lease_still_reads_its_status_and_tools(api: Api, mode: str) -> None:
+async def test_a_lapsed_lease_is_not_dead_its_status_reestablishes_it_and_lists_the_tools(api: Api, mode: str) -> None:
     _, token = await start(api)
-    api.clock.advance(600)  # past the 5m lease_ttl: expired, not dead
+    api.clock.advance(600)  # past the 5m lease_ttl: lapsed, not dead
     async with mcp_client(api, token, mode) as c:
         result = await c.call_tool("warrant_status", {})
         names = {t.name for t in (await c.list_tools()).tools}
-    assert result.is_error is False
-    assert result.structured_content is not None and result.structured_content["lease"]["refusal"] == "lease_expired"
+    assert result.is_error is False and result.structured_content is not None
+    assert result.structured_content["lease"]["refusal"] is None
+    assert result.structured_content["lease"]["state"] == "live"  # re-established by this very request
     assert "warrant_status" in names
 
 

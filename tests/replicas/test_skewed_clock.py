@@ -2,9 +2,10 @@
 
 B runs with `drill: {clock_offset_s: 600}`. Every expiry is decided on the database's one clock, so
 what B grants, renews or approves ends at the database's time plus its length (read here from the
-database itself, on this same host), B refuses nothing early, and past that time both replicas
-refuse. Short lengths (a 6 s lease, an 8 s approval) are waited out for real: the replicas are real
-processes on the real clock.
+database itself, on this same host), B refuses nothing early, and past that time it is over on both
+replicas: an approval refuses, a lease has lapsed (re-established by its holder's next call, or
+another worker's to take without a takeover, which fences the old token). Short lengths (a 6 s
+lease, an 8 s approval) are waited out for real: the replicas are real processes on the real clock.
 """
 
 from __future__ import annotations
@@ -95,22 +96,31 @@ async def test_a_lease_the_skewed_replica_grants_and_renews_ends_on_the_database
     expiry = within(renewed.json()["expires_at"], before + TTL, after + TTL)
 
     await until(cluster, expiry)
-    late = {"email": f"late-{tag}@acme.example"}
-    codes = [(await agent.call("crm__create_contact", late)).code for agent in (on_b, on_a)]
-    assert codes == ["lease_expired", "lease_expired"]
-    assert cluster.crm.rows("contacts", "email = ?", (late["email"],)) == []
-    refused = cluster.sql("SELECT code FROM actions WHERE run_id = %s AND status = 'rejected'", (run_id,))
-    assert [row["code"] for row in refused] == ["lease_expired", "lease_expired"]
-
-    # The worker renews (its lease is lapsed, not taken over): through B, again TTL from the database's now.
+    # Past the lease's database time it has lapsed (nobody took it over): the holder's next write
+    # through B re-establishes it, the lapse measured on the database's clock, not B's.
     before = db_now(cluster)
-    renewed = await b.request("POST", "/api/leases/renew", headers={"Authorization": f"Bearer {on_b.token}"})
+    late = {"email": f"late-{tag}@acme.example"}
+    again = await on_b.call("crm__create_contact", late)
     after = db_now(cluster)
-    assert renewed.status_code == 200, renewed.text
-    within(renewed.json()["expires_at"], before + TTL, after + TTL)
-    again = await on_a.call("crm__create_contact", late)
     assert again.ok and not again.replayed, again
-    assert len(cluster.crm.rows("contacts", "email = ?", (late["email"],))) == 1
+    events = (await a.ok("GET", f"/api/runs/{run_id}/events?limit=1000", "auditor"))["items"]
+    (lapse,) = [e["data"] for e in events if e["type"] == "lease_reestablished"]
+    assert 0 <= lapse["lapsed_s"] < 30  # not 600 s and more
+    (row,) = cluster.sql("SELECT lease_expires_at FROM runs WHERE run_id = %s", (run_id,))
+    assert before + TTL - SLACK <= row["lease_expires_at"] <= after + TTL + SLACK
+
+    # Lapsed again, another worker takes the run through B without a takeover (on the database's
+    # time: a lease on B's clock would still hold), and the old token is dead on both replicas.
+    await until(cluster, row["lease_expires_at"])
+    await b.lease(run_id, "worker-2")
+    fenced = {"email": f"fenced-{tag}@acme.example"}
+    codes = [(await agent.call("crm__create_contact", fenced)).code for agent in (on_b, on_a)]
+    assert codes == ["lease_superseded", "lease_superseded"]
+    assert cluster.crm.rows("contacts", "email = ?", (fenced["email"],)) == []
+    refused = cluster.sql("SELECT code FROM actions WHERE run_id = %s AND status = 'rejected'", (run_id,))
+    assert [row["code"] for row in refused] == ["lease_superseded", "lease_superseded"]
+    renewed = await b.request("POST", "/api/leases/renew", headers={"Authorization": f"Bearer {on_b.token}"})
+    assert renewed.status_code >= 400 and renewed.json()["error"]["code"] == "lease_superseded", renewed.text
 
 
 async def test_an_approval_the_skewed_replica_takes_is_valid_for_its_time_on_both(skewed: Cluster) -> None:

@@ -54,10 +54,10 @@ def test_an_older_epoch_is_superseded() -> None:
     assert (refusal.details["epoch"], refusal.details["current_epoch"]) == (3, 4)
 
 
-def test_a_lease_is_expired_at_its_expiry_instant_and_live_just_before() -> None:
+def test_time_never_refuses_the_current_holder_past_its_lease() -> None:
     assert lease_refusal(_run(), 3, NOW + 299.999) is None
-    refusal = lease_refusal(_run(), 3, NOW + 300)
-    assert refusal is not None and refusal.code == "lease_expired"
+    assert lease_refusal(_run(), 3, NOW + 300) is None  # lapsed: the next request re-establishes it
+    assert lease_refusal(_run(epoch=4), 3, NOW + 300) is not None  # ... but never an older epoch's
 
 
 def test_a_revoked_lease_is_refused_before_its_expiry_and_a_superseded_one_stays_superseded() -> None:
@@ -67,8 +67,9 @@ def test_a_revoked_lease_is_refused_before_its_expiry_and_a_superseded_one_stays
     assert _code(replace(revoked, epoch=4), _read()) == "lease_superseded"
 
 
-def test_a_run_without_a_lease_refuses_as_lease_expired() -> None:
-    assert _code(_run(lease_expires_at=None), _read()) == "lease_expired"
+def test_a_run_whose_lease_time_is_unknown_admits_the_current_epoch_only() -> None:
+    assert _code(_run(lease_expires_at=None), _read()) is None
+    assert _code(_run(lease_expires_at=None, epoch=4), _read()) == "lease_superseded"
 
 
 def test_a_run_past_its_deadline_refuses_run_expired_even_before_it_is_marked_expired() -> None:
@@ -107,8 +108,8 @@ def test_a_superseded_lease_is_named_before_an_expired_one_and_before_a_pause() 
     assert _code(run, _read()) == "lease_superseded"
 
 
-def test_an_expired_lease_is_named_before_a_pause() -> None:
-    assert _code(_run(status=RunStatus.PAUSED, lease_expires_at=NOW - 1), _read()) == "lease_expired"
+def test_a_paused_run_past_its_lease_time_is_refused_as_paused_not_as_expired() -> None:
+    assert _code(_run(status=RunStatus.PAUSED, lease_expires_at=NOW - 1), _read()) == "run_paused"
 
 
 def test_a_waiting_run_admits_reads_and_the_approved_write_only() -> None:

@@ -2,15 +2,17 @@
 
 Each case lets one authority lapse and checks that the next call is refused (or failed) with that
 authority's own code, that nothing reached the destination that should not have, and that
-restoring it (a renewal, a fresh approval, a new lease from a valid key, a successor, the right
-credential) makes the same call pass once. The restart mode kills the gateway (SIGKILL) while the
-authority still holds, lets it lapse while the gateway is down, and shows the same on the store
-it left behind.
+restoring it (a fresh approval, a new lease from a valid key, a successor, the right credential)
+makes the same call pass once. A lease is the exception the lease table makes (docs/leases.md):
+time never refuses its holder, so a lapsed lease is re-established by the holder's next call, and
+what ends it is another worker's acquire, which fences the old token. The restart mode kills the
+gateway (SIGKILL) while the authority still holds, lets it lapse while the gateway is down, and
+shows the same on the store it left behind.
 
-Only the approval case rests on a safeguard the drill can sabotage. The others rest on checks no
-switch turns off (the lease's expiry, the deadline, the key's revocation, the destination's own
-answer): each fails if the gateway lacks the behaviour — the revoked key did, until revoking a key
-ended the leases it granted.
+Only the approval and lease cases rest on safeguards the drill can sabotage. The others rest on
+checks no switch turns off (the deadline, the key's revocation, the destination's own answer):
+each fails if the gateway lacks the behaviour — the revoked key did, until revoking a key ended
+the leases it granted.
 """
 
 from __future__ import annotations
@@ -97,20 +99,35 @@ async def passes_once(world: World, f: Findings, agent: Agent, write: dict[str, 
 @case(
     "expired-lease",
     CATEGORY,
-    "a lapsed lease refuses the next write and read lease_expired and nothing reaches the CRM; the renewal "
-    "(POST /api/leases/renew) makes the same call pass once",
+    "a lapsed lease nobody took over is re-established by the holder's next write (same epoch, one "
+    "lease_reestablished entry), which reaches the CRM once; lapsed again, another worker acquires it without a "
+    "takeover and the old worker's write, read and renewal are refused lease_superseded and nothing reaches the "
+    "CRM; the new worker's same call passes once",
+    depends_on=("fencing",),
 )
 async def expired_lease(world: World, mode: Mode, f: Findings) -> None:
     await world.start_gateway()
-    _, agent = await world.start_run(lease_ttl=f"{SHORT:g}s")
+    run_id, agent = await world.start_run(lease_ttl=f"{SHORT:g}s")
     first = await agent.call(TOOL, lead("expired-lease", mode, "first"))
     f.expect(first.ok, f"the call under a live lease answered {first.code}")
-    await lapse(world, mode, SHORT + 0.5)  # every admitted call renews the lease: counted from the last
-    write = lead("expired-lease", mode, "late")
-    await refused_everywhere(world, f, agent, write, "lease_expired", "the lease expired")
+    await lapse(world, mode, SHORT + 0.5)  # every request renews the lease: counted from the last
+    late = lead("expired-lease", mode, "late")
+    again = await agent.call(TOOL, late, operation_id="late")
+    f.expect(again.ok and not again.replayed, f"the holder's write after the lapse answered {again.code}")
+    f.equal(len(contacts(world, late["email"])), 1, "contacts after the holder's write past its lease's time")
+    entries = [e["data"] for e in await world.events(run_id) if e["type"] == "lease_reestablished"]
+    f.equal([e.get("epoch") for e in entries], [1], "lease_reestablished entries (their epochs) after the lapse")
+    f.saw(f"after the lapse: the holder's write {again.code or 'ok'}, re-established {len(entries)}x")
+
+    # Fencing is as strong as ever: lapsed again, the run is another worker's to take without a
+    # takeover, and nothing about time brings the old token back.
+    await lapse(world, mode, SHORT + 0.5)
+    new = await world.lease(run_id, "worker-2")
+    write = lead("expired-lease", mode, "fenced")
+    await refused_everywhere(world, f, agent, write, "lease_superseded", "another worker's acquire")
     renewed = await renew(world, agent)
-    f.expect(renewed.status_code == 200, f"the renewal answered {renewed.status_code} {renewed.text[:200]}")
-    await passes_once(world, f, agent, write, "the renewal")
+    f.equal(refusal_code(renewed), "lease_superseded", "the old worker's renewal after the acquire")
+    await passes_once(world, f, new, write, "the new worker's acquire")
 
 
 # -- the deadline --------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ Replica B runs with `drill: {clock_offset_s: 600}`: its process clock is ten min
 expiry is decided on the database's one clock, so a lease B grants or renews, an approval B takes,
 and a deadline B writes carry the database's time (measured against it, read by the drill
 itself), a clock that is ahead refuses nothing early, and after the database's time passes them
-neither replica admits anything under them.
+they are over on both replicas: the lapsed lease is another worker's to take without a takeover
+(which fences the old token), the approvals admit nothing.
 
 Restart mode: B is SIGKILLed right after it admitted an approved mail (which renewed the lease
 and used the approval), and started again, with the same wrong clock, while the lease and the
@@ -79,9 +80,11 @@ def within(f: Findings, written: str | None, low: float, high: float, what: str)
     "skewed-clock",
     "3. Expired authority (a replica's clock 10 minutes ahead)",
     "with replica B's clock 10 minutes ahead, the lease, renewals, approvals and deadline B grants end on the "
-    "database's time; nothing is refused early; past it both replicas refuse lease_expired / approval_expired "
-    "and nothing reaches a destination; a renewal through B or a fresh approval makes the same call pass once",
-    depends_on=("approval",),
+    "database's time; nothing is refused early; past it the lease has lapsed (another worker acquires it "
+    "through B without a takeover and the old worker's writes through A and B are refused lease_superseded), "
+    "approvals are refused approval_expired, and nothing reaches a destination; the new worker's renewal "
+    "through B or a fresh approval makes the same call pass once",
+    depends_on=("approval", "fencing"),
     replicas=2,
 )
 async def skewed_clock(world: World, mode: Mode, f: Findings) -> None:
@@ -94,16 +97,22 @@ async def skewed_clock(world: World, mode: Mode, f: Findings) -> None:
     expiry = await lease_through_b(world, f, db, mode)
     f.saw(f"B (clock +{SKEW:g} s) granted a lease, renewals, {len(approvals)} approvals, a deadline: database time")
 
-    # Past every expiry, by the database's clock: both replicas refuse, nothing is sent.
+    # Past every expiry, by the database's clock. The lease lapsed on the database's time: another
+    # worker takes the run through B without a takeover (a lease written on B's clock would hold ten
+    # minutes more: lease_held), and from then on the old token is dead through A and through B.
     # (A lease or approval written on a wrong clock would end ten minutes later: not waited for, its
-    # brackets failed above and the calls below show it still admitted.)
+    # brackets failed above and the calls below show it still held or admitted.)
     latest = max([expiry.at, *(at for _, _, at in approvals.values())])
     await db.until(min(latest, await db.now() + VALID + 1))
     late = lead(mode, "late")
+    taken = await world.request(
+        "POST", f"/api/runs/{expiry.run_id}/lease", replica=b, json={"worker": "worker-2", "takeover": False}
+    )
+    f.equal(refusal_code(taken), None, "another worker's acquire through B past the lease's database time")
     for name, agent in (("B", expiry.on_b), ("A", expiry.on_a)):
         refused = await agent.call(TOOL, late, operation_id="late")
-        f.equal(refused.code, "lease_expired", f"a write through {name} past the lease's time")
-    f.equal(len(contacts(world, late["email"])), 0, "contacts after the lapsed lease's writes")
+        f.equal(refused.code, "lease_superseded", f"the old worker's write through {name} after the lapse")
+    f.equal(len(contacts(world, late["email"])), 0, "contacts after the old worker's writes")
     fresh: dict[str, str] = {}
     for tag, (agent, _, _) in approvals.items():
         if tag == "used":
@@ -113,24 +122,29 @@ async def skewed_clock(world: World, mode: Mode, f: Findings) -> None:
         f.equal(len(messages(world, mail(mode, tag)["to"])), 0, f"messages after the {tag} mail")
         if reply.error.get("approval_id"):
             fresh[tag] = reply.error["approval_id"]
-    f.saw("past the database's time: writes lease_expired and mails approval_expired, through A and through B")
+    f.saw("past the database's time: the lease lapsed (taken without takeover, old writes lease_superseded) "
+          "and mails approval_expired, through A and through B")  # fmt: skip
 
-    # A renewal through B (on the database's time again) and a fresh approval make the same calls pass, once.
+    # The new worker's renewal through B (on the database's time again) and a fresh approval make the
+    # same calls pass, once.
+    if taken.status_code >= 300:
+        return
+    new = Agent(world.urls[b], taken.json()["token"])
     before = await db.now()
-    renewed = await world.request("POST", "/api/leases/renew", replica=b, headers=expiry.on_b.bearer)
+    renewed = await world.request("POST", "/api/leases/renew", replica=b, headers=new.bearer)
     after = await db.now()
-    f.equal(refusal_code(renewed), None, "the renewal through B")
+    f.equal(refusal_code(renewed), None, "the new worker's renewal through B")
     if renewed.status_code < 300:
         within(f, renewed.json().get("expires_at"), before + SHORT, after + SHORT, "the lease B renewed on request")
-    again = await expiry.on_a.call(TOOL, late, operation_id="late")
-    f.expect(again.ok and not again.replayed, f"the write after the renewal answered {again.code}")
-    f.equal(len(contacts(world, late["email"])), 1, "contacts after the renewal")
+    again = await new.via(world.urls[a]).call(TOOL, late, operation_id="late")
+    f.expect(again.ok and not again.replayed, f"the new worker's write through A answered {again.code}")
+    f.equal(len(contacts(world, late["email"])), 1, "contacts after the new worker's write")
     if "late-b" in fresh:
         await world.approve(fresh["late-b"], replica=a)
         sent = await approvals["late-b"][0].call("email__send", mail(mode, "late-b"), operation_id="late-b")
         f.expect(sent.ok, f"the mail after a fresh approval answered {sent.code}")
     f.equal(len(messages(world, mail(mode, "late-b")["to"])), 1, "messages after the fresh approval")
-    f.saw(f"renewed through B, the write: {again.code or 'ok'}; freshly approved, the mail: sent")
+    f.saw(f"the new worker renewed through B, its write: {again.code or 'ok'}; freshly approved, the mail: sent")
 
 
 async def approved_through_b(
@@ -177,6 +191,7 @@ async def approved_through_b(
 class Lease:
     """A lease B granted: the worker through B and through A, and when the lease ends."""
 
+    run_id: str
     on_b: Agent
     on_a: Agent
     at: float
@@ -207,4 +222,4 @@ async def lease_through_b(world: World, f: Findings, db: DatabaseTime, mode: Mod
         at = within(f, lease.get("expires_at"), before + SHORT, after + SHORT, "the lease B renewed by a write")
     else:
         at = instant(lease["expires_at"])
-    return Lease(on_b, on_a, at)
+    return Lease(run_id, on_b, on_a, at)
