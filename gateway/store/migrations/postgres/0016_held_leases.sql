@@ -11,7 +11,7 @@ CREATE TABLE held_leases (
     key_sha256  TEXT NOT NULL,                                -- sha256 of the API key (as api_keys keeps it)
     run_id      TEXT NOT NULL REFERENCES runs (run_id),
     salt        TEXT NOT NULL,
-    token_hash  TEXT NOT NULL REFERENCES leases (token_hash),
+    token_hash  TEXT NOT NULL,                                -- the lease it holds (`leases`)
     created_at  DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (key_sha256, run_id)
 );
