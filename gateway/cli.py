@@ -39,6 +39,7 @@ from gateway import __version__
 from gateway.cli_adapters import add_commands as add_adapter_commands
 from gateway.cli_approvals import add_commands as add_approval_commands
 from gateway.cli_backup import add_commands as add_backup_commands
+from gateway.cli_connect import add_commands as add_connect_commands
 from gateway.cli_drill import add_commands as add_drill_commands
 from gateway.cli_events import add_commands as add_event_commands
 from gateway.cli_keys import add_commands as add_key_commands
@@ -246,6 +247,7 @@ def parser() -> argparse.ArgumentParser:
     add_adapter_commands(sub)
     add_drill_commands(sub)
     add_backup_commands(sub)
+    add_connect_commands(sub)
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=lambda _args: print(__version__) or 0)
     return root
