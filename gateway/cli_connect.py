@@ -31,7 +31,7 @@ import httpx
 
 from gateway import cli_http
 from gateway.cli_http import ApiFailed, reporting
-from gateway.cli_runs import contract_problems, read_contract
+from gateway.cli_runs import create_run, read_contract
 
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode")
 
@@ -182,13 +182,7 @@ def _create_run(args: argparse.Namespace, url: str) -> str:
         )
     contract = read_contract(args.contract)
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {admin}"}, timeout=30) as http:
-        try:
-            run = cli_http.call(http, "POST", "/api/runs", contract)
-        except ApiFailed as exc:
-            problems = contract_problems(contract) if exc.code == "invalid_contract" else []
-            if problems:
-                raise ApiFailed(exc.code, f"{exc.message}: " + "; ".join(problems)) from exc
-            raise
+        run = create_run(http, contract)
     run_id = str(run["run_id"])
     print(f"created {run_id} ({run.get('status')}): {run.get('goal')}", file=sys.stderr)
     return run_id
