@@ -298,8 +298,9 @@ async def held_lease(
             "worker": held.worker,
             "expires_at": isoformat(held.run.lease_expires_at),
             "held": True,
+            "granted": held.created,
         },
-        status_code=201 if held.created else 200,
+        status_code=201,
     )
 
 

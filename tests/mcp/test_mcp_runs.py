@@ -98,7 +98,7 @@ async def test_every_connection_of_the_key_shares_one_held_lease(api: Api) -> No
             assert (await client.call_tool("shop__find", {"q": "x"})).is_error is False
     async with api.client("wrk") as c:
         held = await c.post(f"/api/runs/{run_id}/lease", json={"worker": "wrk", "held": True})
-    assert held.status_code == 200 and held.json()["epoch"] == 1
+    assert held.status_code == 201 and held.json()["epoch"] == 1 and held.json()["granted"] is False
     assert (await lease_of(api, run_id))["epoch"] == 1
 
 
