@@ -39,6 +39,8 @@ from gateway.gate import Gate
 from gateway.host_guard import HostGuard, guards
 from gateway.limits import BodyCap
 from gateway.mcp_front import LeaseTokenGuard, build_mcp_server, fast_path, mcp_app, running
+from gateway.mcp_runs import PATH as RUNS_PATH
+from gateway.mcp_runs import WorkerKeyRoute
 from gateway.observe import healthz, metrics
 from gateway.pins import Pins
 from gateway.policy.loader import load_policies
@@ -170,15 +172,17 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                     with contextlib.suppress(Exception):
                         await adapter.close()
 
+    def gateway_of() -> Gateway:
+        gateway: Gateway = app.state.gateway
+        return gateway
+
+    front = LeaseTokenGuard(mcp, gate_of, fast_path(server, gate_of, catalog))
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        Route(
-            "/mcp",
-            tracing.traced_mcp(
-                BodyCap(LeaseTokenGuard(mcp, gate_of, fast_path(server, gate_of, catalog)), limits.max_request_body)
-            ),
-        ),
+        Route("/mcp", tracing.traced_mcp(BodyCap(front, limits.max_request_body))),
+        # A worker key naming its run: the gateway holds the lease for it (gateway/mcp_runs.py).
+        Route(RUNS_PATH, tracing.traced_mcp(BodyCap(WorkerKeyRoute(front, gateway_of), limits.max_request_body))),
         *api_routes,
         *tool_routes,
         *key_routes,

@@ -1,7 +1,8 @@
 """The `warrant` command.
 
     warrant serve [--config warrant.yaml] [--host H] [--port P]
-    warrant stdio [--url http://127.0.0.1:8700]        (token from WARRANT_TOKEN)
+    warrant stdio [--url http://127.0.0.1:8700] [--run RUN]   (WARRANT_TOKEN, or --run with WARRANT_API_KEY)
+    warrant connect --client C (--run RUN | --contract FILE) [--write]   (a client's config: cli_connect.py)
     warrant migrate [--config warrant.yaml | --database URL] [--check]   (the store's schema)
     warrant ledger verify [--config warrant.yaml] [--anchor FILE]   (offline: opens the store read-only)
     warrant ledger anchor [--config warrant.yaml] [--out FILE]       (every run's head, MAC'd: keep it elsewhere)
@@ -38,6 +39,7 @@ from gateway import __version__
 from gateway.cli_adapters import add_commands as add_adapter_commands
 from gateway.cli_approvals import add_commands as add_approval_commands
 from gateway.cli_backup import add_commands as add_backup_commands
+from gateway.cli_connect import add_commands as add_connect_commands
 from gateway.cli_drill import add_commands as add_drill_commands
 from gateway.cli_events import add_commands as add_event_commands
 from gateway.cli_keys import add_commands as add_key_commands
@@ -168,23 +170,35 @@ def _migrate(args: argparse.Namespace) -> int:
 
 
 def _stdio(args: argparse.Namespace) -> int:
+    import getpass
     import os
+    import socket
 
     from gateway.stdio_bridge import run_bridge
+    from gateway.stdio_lease import BridgeLease
 
-    token = os.environ.get("WARRANT_TOKEN", "")
-    if not token:
-        print("warrant stdio: set WARRANT_TOKEN to the run's lease token", file=sys.stderr)
-        return 2
-    url = args.url or os.environ.get("WARRANT_URL") or "http://127.0.0.1:8700"
-    url = url.rstrip("/")
-    if not url.endswith("/mcp"):
-        url += "/mcp"
+    url = (args.url or os.environ.get("WARRANT_URL") or "http://127.0.0.1:8700").rstrip("/")
+    url = url.removesuffix("/mcp")
+    if args.run:
+        key = os.environ.get("WARRANT_API_KEY", "")
+        if not key:
+            print("warrant stdio: --run needs the worker's API key in WARRANT_API_KEY", file=sys.stderr)
+            return 2
+        worker = args.worker or f"{getpass.getuser()}@{socket.gethostname()}"
+        lease = BridgeLease(url, run_id=args.run, api_key=key, worker=worker, renew_every=args.renew_every)
+    else:
+        token = os.environ.get("WARRANT_TOKEN", "")
+        if not token:
+            print(
+                "warrant stdio: set WARRANT_TOKEN to the run's lease token, or give --run RUN with WARRANT_API_KEY",
+                file=sys.stderr,
+            )
+            return 2
+        lease = BridgeLease(url, token=token, renew_every=args.renew_every)
     # stdout carries MCP: logs go to stderr only.
     logging.getLogger().handlers[:] = [logging.StreamHandler(sys.stderr)]
     logging.getLogger("httpx2").setLevel(logging.WARNING)
-    asyncio.run(run_bridge(url, token))
-    return 0
+    return asyncio.run(run_bridge(lease))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -202,8 +216,15 @@ def parser() -> argparse.ArgumentParser:
     source.add_argument("--database", help="the store's URL: sqlite:///PATH or postgresql://...")
     migrate.add_argument("--check", action="store_true", help="apply nothing; exit 1 when migrations are due")
     migrate.set_defaults(func=_migrate)
-    stdio = sub.add_parser("stdio", help="MCP on stdio, forwarded to a running gateway (token: WARRANT_TOKEN)")
+    stdio = sub.add_parser(
+        "stdio", help="MCP on stdio, forwarded to a running gateway (WARRANT_TOKEN, or --run with WARRANT_API_KEY)"
+    )
     stdio.add_argument("--url", help="the gateway (default: WARRANT_URL, else http://127.0.0.1:8700)")
+    stdio.add_argument("--run", help="hold this run's lease with the worker key in WARRANT_API_KEY")
+    stdio.add_argument("--worker", help="the worker's name on the lease, with --run (default: user@host)")
+    stdio.add_argument(
+        "--renew-every", type=float, help="seconds between renewals (default: a third of the lease's time left)"
+    )
     stdio.set_defaults(func=_stdio)
     ledger = sub.add_parser("ledger", help="the tamper-evident ledger")
     ledger_sub = ledger.add_subparsers(dest="ledger_command", required=True)
@@ -226,6 +247,7 @@ def parser() -> argparse.ArgumentParser:
     add_adapter_commands(sub)
     add_drill_commands(sub)
     add_backup_commands(sub)
+    add_connect_commands(sub)
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=lambda _args: print(__version__) or 0)
     return root

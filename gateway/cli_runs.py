@@ -195,15 +195,21 @@ def contract_problems(data: Any) -> list[str]:
 def _create(args: argparse.Namespace) -> int:
     contract = read_contract(args.contract)
     with cli_http.client(args) as http:
-        try:
-            run = cli_http.call(http, "POST", "/api/runs", contract)
-        except ApiFailed as exc:
-            # The API answers with a count; the same model here names every problem.
-            problems = contract_problems(contract) if exc.code == "invalid_contract" else []
-            if problems:
-                raise ApiFailed(exc.code, f"{exc.message}: " + "; ".join(problems)) from exc
-            raise
+        run = create_run(http, contract)
     return _new_run(args, run, f": {run.get('goal')}")
+
+
+def create_run(http: httpx.Client, contract: dict[str, Any]) -> dict[str, Any]:
+    """`POST /api/runs`. Raises: ApiFailed, `invalid_contract` naming every problem."""
+    try:
+        run: dict[str, Any] = cli_http.call(http, "POST", "/api/runs", contract)
+    except ApiFailed as exc:
+        # The API answers with a count; the same model here names every problem.
+        problems = contract_problems(contract) if exc.code == "invalid_contract" else []
+        if problems:
+            raise ApiFailed(exc.code, f"{exc.message}: " + "; ".join(problems)) from exc
+        raise
+    return run
 
 
 def _new_run(args: argparse.Namespace, run: dict[str, Any], note: str) -> int:

@@ -28,10 +28,11 @@ from gateway.clock import isoformat
 from gateway.domain.contract import parse_contract, problems_of
 from gateway.domain.keys import looks_like_api_key
 from gateway.domain.leases import looks_like_token, token_hash
-from gateway.domain.lifecycle import RunStatus
+from gateway.domain.lifecycle import RunStatus, status_refusal
 from gateway.domain.report import build_report
 from gateway.domain.units import format_money, parse_money
-from gateway.errors import InvalidRequest, NotFound, Unauthenticated, WarrantError
+from gateway.errors import InvalidRequest, NotFound, Refusal, Unauthenticated, WarrantError
+from gateway.held_leases import hold
 from gateway.limits import LimitSettings, RateLimited, check_api_rate, too_large
 from gateway.roles import require
 from gateway.service import Gateway
@@ -159,6 +160,13 @@ class LeaseBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     worker: str = Field(min_length=1, max_length=128)
     takeover: bool = False
+    held: bool = Field(
+        False,
+        description=(
+            "the lease the gateway holds for this key on this run (what /mcp/runs/{run_id} uses): the same "
+            "token on every request while it holds; after a takeover it stays dead unless `takeover` is set"
+        ),
+    )
 
 
 class ControlBody(BaseModel):
@@ -248,6 +256,8 @@ async def acquire_lease(request: Request, principal: Principal, gateway: Gateway
     body = await read_model(request, LeaseBody)
     run_id = request.path_params["run_id"]
     await run_to_act_for(gateway, principal, run_id)
+    if body.held:
+        return await held_lease(request, principal, gateway, run_id, body)
     grant = await gateway.store.acquire_lease(principal, run_id, body.worker, takeover=body.takeover)
     return JSONResponse(
         {
@@ -256,6 +266,39 @@ async def acquire_lease(request: Request, principal: Principal, gateway: Gateway
             "epoch": grant.epoch,
             "worker": grant.worker,
             "expires_at": isoformat(grant.expires_at),
+        },
+        status_code=201,
+    )
+
+
+async def held_lease(
+    request: Request, principal: Principal, gateway: Gateway, run_id: str, body: LeaseBody
+) -> Response:
+    """Raises: Refusal `lease_superseded` (naming the worker that holds it now) or `run_<terminal>`
+    for a held lease that no longer holds; as `Store.hold_worker_lease`."""
+    api_key = bearer(request)
+    assert api_key is not None, "the endpoint authenticated it"
+    held = await hold(gateway.store, principal, api_key, run_id, body.worker, takeover=body.takeover)
+    if held.run.status.terminal:
+        raise status_refusal(held.run.status)
+    if not held.current:
+        raise Refusal(
+            "lease_superseded",
+            f"this key's lease on {run_id} was taken over by {held.run.lease_worker}; "
+            "it stays dead until the lease is taken over for this key (takeover: true)",
+            epoch=held.epoch,
+            current_epoch=held.run.epoch,
+            worker=held.run.lease_worker,
+        )
+    return JSONResponse(
+        {
+            "run_id": run_id,
+            "token": held.token,
+            "epoch": held.epoch,
+            "worker": held.worker,
+            "expires_at": isoformat(held.run.lease_expires_at),
+            "held": True,
+            "granted": held.created,
         },
         status_code=201,
     )

@@ -172,6 +172,10 @@ class LeaseGranted(_View):
     epoch: int
     worker: str
     expires_at: Timestamp
+    held: bool | None = Field(None, description="with `held: true`: the lease the gateway holds for this key")
+    granted: bool | None = Field(
+        None, description="with `held: true`: whether this call granted it (false: the same token as before)"
+    )
 
 
 class LeaseRenewed(_View):

@@ -43,6 +43,7 @@ from gateway.store.records import (
     ApprovalRequest,
     ApprovalStatus,
     EventRecord,
+    HeldLease,
     Intent,
     LeaseGrant,
     Page,
@@ -249,6 +250,29 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def authenticate(self, token_hash: str) -> TokenInfo | None: ...
+
+    @abc.abstractmethod
+    async def hold_worker_lease(
+        self,
+        principal: Principal,
+        key_sha256: str,
+        run_id: str,
+        worker: str,
+        salt: str,
+        token: str,
+        *,
+        takeover: bool = False,
+    ) -> HeldLease:
+        """The lease held for this key on this run: the existing one (its salt, whatever became of
+        it), else a new one granted to `token` (derived from `salt`) as `acquire_lease` would; with
+        `takeover`, a new one in any case, replacing the key's held row.
+
+        Raises: NotFound (also another tenant's run); Conflict `lease_held`; Refusal `run_<terminal>`.
+        """
+
+    @abc.abstractmethod
+    async def held_salt(self, key_sha256: str, run_id: str) -> str | None:
+        """The salt of the lease held for this key on this run, or None when there is none."""
 
     # -- the gate --------------------------------------------------------------------------
     @abc.abstractmethod

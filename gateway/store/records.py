@@ -86,6 +86,17 @@ class LeaseGrant:
 
 
 @dataclass(frozen=True)
+class HeldLease:
+    """The lease the gateway holds for one API key on one run (gateway/held_leases.py): the salt its
+    token is derived from, whether this call granted it, and the run as it stands now."""
+
+    run_id: str
+    salt: str
+    created: bool
+    run: RunRecord
+
+
+@dataclass(frozen=True)
 class TokenInfo:
     """What a lease token authenticates as. All but `run` never change for a given token."""
 

@@ -19,6 +19,7 @@ from gateway.store.sqlite_approvals import ApprovalOps
 from gateway.store.sqlite_audit import AuditOps
 from gateway.store.sqlite_base import Conn, cursor_after, default_process_id
 from gateway.store.sqlite_gate import GateOps
+from gateway.store.sqlite_held import HeldLeaseOps
 from gateway.store.sqlite_keys import KeyOps
 from gateway.store.sqlite_lineage import LineageOps
 from gateway.store.sqlite_progress import ProgressOps
@@ -39,6 +40,7 @@ __all__ = ["SQLiteStore", "default_process_id"]
 
 class SQLiteStore(
     GateOps,  # with LeaseOps
+    HeldLeaseOps,
     ApprovalOps,
     ProgressOps,
     LineageOps,

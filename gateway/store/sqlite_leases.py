@@ -25,53 +25,59 @@ class LeaseOps(SQLiteBase):
         token = mint_token()
 
         def tx(conn: Conn) -> LeaseGrant | Refusal:
-            now = self._clock.now()
-            run = self._expire_if_due(conn, run_from_row(self._run_row(conn, run_id, principal.tenant)), now)
-            if run.status.terminal:
-                return lifecycle.status_refusal(run.status)
-            # Held: unexpired, or its run waits or is paused (time spent on people does not lapse it).
-            # A lease whose granting key was revoked holds nothing: a valid key may grant a new one.
-            rule = lease_rule(run.snapshot(), run.epoch, now)
-            held = rule.held
-            if held and not takeover:
-                until = f"until {isoformat(run.lease_expires_at)}"
-                if rule.state is not LeaseState.LIVE:
-                    until = f"while the run is {run.status.value}"
-                raise Conflict(
-                    f"the lease is held by {run.lease_worker} {until}; take it over explicitly to replace that worker",
-                    code="lease_held",
-                    worker=run.lease_worker,
-                    expires_at=isoformat(run.lease_expires_at),
-                )
-            epoch = run.epoch + 1
-            expires = now + run.lease_ttl
-            conn.execute(
-                "INSERT INTO leases (token_hash, run_id, epoch, worker, granted_by, granted_at, granted_key_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (hash_token(token), run_id, epoch, worker, principal.name, now, principal.key_id),
-            )
-            conn.execute(
-                "UPDATE runs SET epoch = ?, lease_worker = ?, lease_granted_by = ?, lease_expires_at = ?, "
-                "lease_revoked_at = NULL, updated_at = ? WHERE run_id = ?",
-                (epoch, worker, principal.name, expires, now, run_id),
-            )
-            self._event(
-                conn,
-                run_id,
-                "lease_granted",
-                now,
-                epoch=epoch,
-                worker=worker,
-                by=principal.name,
-                takeover=held,
-                previous_worker=run.lease_worker if held else None,
-            )
-            return LeaseGrant(run_id=run_id, token=token, epoch=epoch, worker=worker, expires_at=expires)
+            return self._grant_lease(conn, principal, run_id, worker, token, takeover=takeover)
 
         result = await self._db.transaction(tx, durable=True)
         if isinstance(result, Refusal):
             raise result
         return result
+
+    def _grant_lease(
+        self, conn: Conn, principal: Principal, run_id: str, worker: str, token: str, *, takeover: bool
+    ) -> LeaseGrant | Refusal:
+        """A new epoch for `token`, inside the caller's transaction. Raises: NotFound; Conflict `lease_held`."""
+        now = self._clock.now()
+        run = self._expire_if_due(conn, run_from_row(self._run_row(conn, run_id, principal.tenant)), now)
+        if run.status.terminal:
+            return lifecycle.status_refusal(run.status)
+        # Held: unexpired, or its run waits or is paused (time spent on people does not lapse it).
+        # A lease whose granting key was revoked holds nothing: a valid key may grant a new one.
+        rule = lease_rule(run.snapshot(), run.epoch, now)
+        held = rule.held
+        if held and not takeover:
+            until = f"until {isoformat(run.lease_expires_at)}"
+            if rule.state is not LeaseState.LIVE:
+                until = f"while the run is {run.status.value}"
+            raise Conflict(
+                f"the lease is held by {run.lease_worker} {until}; take it over explicitly to replace that worker",
+                code="lease_held",
+                worker=run.lease_worker,
+                expires_at=isoformat(run.lease_expires_at),
+            )
+        epoch = run.epoch + 1
+        expires = now + run.lease_ttl
+        conn.execute(
+            "INSERT INTO leases (token_hash, run_id, epoch, worker, granted_by, granted_at, granted_key_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (hash_token(token), run_id, epoch, worker, principal.name, now, principal.key_id),
+        )
+        conn.execute(
+            "UPDATE runs SET epoch = ?, lease_worker = ?, lease_granted_by = ?, lease_expires_at = ?, "
+            "lease_revoked_at = NULL, updated_at = ? WHERE run_id = ?",
+            (epoch, worker, principal.name, expires, now, run_id),
+        )
+        self._event(
+            conn,
+            run_id,
+            "lease_granted",
+            now,
+            epoch=epoch,
+            worker=worker,
+            by=principal.name,
+            takeover=held,
+            previous_worker=run.lease_worker if held else None,
+        )
+        return LeaseGrant(run_id=run_id, token=token, epoch=epoch, worker=worker, expires_at=expires)
 
     async def renew_lease(self, token_hash: str) -> LeaseGrant:
         def tx(conn: Conn) -> LeaseGrant | Refusal:

@@ -303,3 +303,24 @@ async def test_a_runs_next_call_waits_for_its_reads_settle_instead_of_conflictin
         assert [a.status.value for a in actions].count("succeeded") == 30
     finally:
         await world.teardown()
+
+
+async def test_replicas_answering_a_worker_keys_first_requests_at_once_hold_one_lease(fresh: PostgresBackend) -> None:
+    """The held lease lives in the store: two replicas granting it at the same moment end with one."""
+    from gateway.held_leases import held_token_for
+
+    clock = ManualClock()
+    replicas = [fresh.store(clock, process_id=f"replica-{i}") for i in range(2)]
+    for store in replicas:
+        await store.open()
+    try:
+        run = await replicas[0].create_run(OPS, parse_contract(contract()))
+        tokens = await asyncio.wait_for(
+            asyncio.gather(*(held_token_for(replicas[i % 2], OPS, "wk-worker-key", run.run_id) for i in range(6))), 30
+        )
+        assert len(set(tokens)) == 1
+        info = await replicas[1].authenticate(token_hash(tokens[0]))
+        assert info is not None and info.epoch == info.run.epoch == 1
+    finally:
+        for store in replicas:
+            await store.close()
