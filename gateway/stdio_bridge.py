@@ -71,6 +71,7 @@ def _unreachable(url: str) -> types.CallToolResult:
             "content": [{"type": "text", "text": f"[upstream_unavailable] {error['message']}"}],
             "structuredContent": {"error": error},
             "isError": True,
+            "_meta": {"warrant/code": "upstream_unavailable"},
         }
     )
 
@@ -82,6 +83,7 @@ def _refused_auth(message: str) -> types.CallToolResult:
             "content": [{"type": "text", "text": f"[unauthenticated] {message}"}],
             "structuredContent": {"error": error},
             "isError": True,
+            "_meta": {"warrant/code": "unauthenticated"},
         }
     )
 

@@ -86,8 +86,9 @@ def _epoch(iso: str) -> float:
 
 
 def code_of(result: Any) -> str | None:
-    error = (result.structured_content or {}).get("error") if result.is_error else None
-    return error["code"] if error else None
+    """The refusal code (None: it succeeded); a waiting answer is no error, its `_meta` names it."""
+    code: str | None = (result.meta or {}).get("warrant/code")
+    return code
 
 
 async def run_bridge_once(url: str, env: dict[str, str], *args: str) -> tuple[int, str, str]:
