@@ -135,6 +135,17 @@ class ApprovalDiff(_View):
     tool_definition_changed: bool
 
 
+class PayloadMark(_View):
+    path: str = Field(description='where in the payload: "to", "items/0/name", "(payload)"; a key as "<path> (key)"')
+    kind: Literal["bidi_control", "invisible", "mixed_scripts", "punycode"] = Field(
+        description="bidi_control: direction overrides or isolates (the text may display reordered); invisible: "
+        "zero-width characters, soft hyphens, BOM; mixed_scripts: a word mixing scripts (a look-alike, homoglyph "
+        "name such as Cyrillic `а` in `аcme.example`); punycode: an `xn--` label a client shows as another name"
+    )
+    text: str = Field(description='the word or label involved ("" for control and invisible characters)')
+    code_points: list[str] = Field(description='the characters to look at, as "U+202E"')
+
+
 class ApprovalView(_View):
     approval_id: str
     run_id: str
@@ -159,6 +170,10 @@ class ApprovalView(_View):
     diff: ApprovalDiff | None = Field(
         description="what changed since the last approval of this tool in this run that a person approved "
         "(null when there is none, and in a run's summary)",
+    )
+    marks: list[PayloadMark] | None = Field(
+        description="what in the payload may not read as what it is, as the console's approval page marks it "
+        "(gateway/domain/deception.py); empty: nothing found; null: no payload shown (purged, or a run's summary)",
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from gateway.canonical import canonical_json
 from gateway.clock import isoformat
 from gateway.domain.contract import DIMENSIONS
+from gateway.domain.deception import marks
 from gateway.domain.units import format_money
 from gateway.store.records import ActionRecord, ApprovalRecord, EventRecord, RunRecord
 
@@ -118,7 +119,18 @@ def approval_view(approval: ApprovalRecord, payload: Any = None, diff: dict[str,
         "action_id": approval.action_id,
         "on_expiry": approval.on_expiry,
         "diff": diff,
+        "marks": payload_marks(payload),
     }
+
+
+def payload_marks(payload: Any) -> list[dict[str, Any]] | None:
+    """What in the payload may not read as what it is (gateway/domain/deception.py), as the console's
+    approval page marks it: `{path, kind, text, code_points}` each; None when no payload is shown."""
+    if payload is None:
+        return None
+    return [
+        {"path": m.path, "kind": m.kind, "text": m.text, "code_points": list(m.code_points)} for m in marks(payload)
+    ]
 
 
 def approval_diff(
