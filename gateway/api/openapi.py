@@ -131,7 +131,7 @@ def _operations() -> tuple[Op, ...]:
         Op(
             "GET",
             "/api/runs",
-            "List the tenant's runs, oldest first",
+            "List the tenant's runs, oldest first; a damaged row is named in `damaged`, never silently skipped",
             "runs.read",
             response=schemas.RunPage,
             query=(Param("status", _enum(RunStatus), "only runs in this status"), CURSOR, _limit(50, 500)),

@@ -228,7 +228,9 @@ async def list_runs(request: Request, principal: Principal, gateway: Gateway) ->
         principal.tenant, status=status, cursor=request.query_params.get("cursor"), limit=query_limit(request)
     )
     now = gateway.clock.now()
-    return JSONResponse({"items": [run_view(r, now) for r in page.items], "next_cursor": page.next_cursor})
+    damaged = [{"run_id": d.run_id, "code": d.code} for d in page.damaged]
+    items = [run_view(r, now) for r in page.items]
+    return JSONResponse({"items": items, "next_cursor": page.next_cursor, "damaged": damaged})
 
 
 @endpoint("runs.read")

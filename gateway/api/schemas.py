@@ -414,8 +414,16 @@ class Health(_View):
     checks: dict[str, HealthCheck] = Field(description="`store`, `checkpointer`, `adapter:<name>`")
 
 
+class DamagedRun(_View):
+    run_id: str
+    code: Literal["record_damaged"] = Field(description="why it is not listed (GET /api/runs/{run_id} answers 500 so)")
+
+
 class RunPage(ItemsPage[RunView]):
-    pass
+    damaged: list[DamagedRun] = Field(
+        description="runs of this page that are not in `items`: their row holds what the gateway never writes "
+        "(changed behind its back); empty when every row was read. The list goes on past them"
+    )
 
 
 class ActionPage(ItemsPage[ActionView]):

@@ -140,7 +140,9 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def list_runs(
         self, tenant: str, *, status: str | None = None, cursor: str | None = None, limit: int = 50
-    ) -> Page[RunRecord]: ...
+    ) -> Page[RunRecord]:
+        """The tenant's runs, oldest first. A row damaged behind the store's back is passed over and
+        named in the page's `damaged` (run id and code), never silently left out."""
 
     @abc.abstractmethod
     async def pause(self, principal: Principal, run_id: str, reason: str | None) -> RunRecord:

@@ -268,9 +268,18 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
+class Damaged:
+    """A row a list passed over because it holds what the gateway never writes (`record_damaged`)."""
+
+    run_id: str
+    code: str = "record_damaged"
+
+
+@dataclass(frozen=True)
 class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None = None
+    damaged: list[Damaged] = field(default_factory=list)  # rows of this page passed over, never silently
 
 
 def zero_dims() -> dict[str, int]:
