@@ -471,7 +471,9 @@ class Store(abc.ABC):
     # -- evidence, metrics and health ------------------------------------------------------
     @abc.abstractmethod
     async def export_snapshot(self, tenant: str, run_id: str) -> RunExport:
-        """The run, its MAC'd head and every action row, in ONE read. Raises: NotFound."""
+        """The run, its MAC'd head and every action row, in ONE read; the rows are spooled to disk a
+        page at a time (gateway/store/action_spool.py), never held in one list. The caller closes
+        `actions`. Raises: NotFound."""
 
     @abc.abstractmethod
     async def ledger_entries(self, run_id: str, *, after: int, upto: int, limit: int) -> list[EntryRow]:

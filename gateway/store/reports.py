@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.store.action_spool import ActionSpool
 from gateway.store.chain import Head
-from gateway.store.records import ActionRecord, RunRecord
+from gateway.store.records import RunRecord
 
 
 @dataclass(frozen=True)
@@ -16,7 +17,7 @@ class RunExport:
 
     run: RunRecord
     head: Head | None  # None: the run has no MAC'd head (verification names it)
-    actions: list[ActionRecord]  # in the order they were recorded
+    actions: ActionSpool  # in the order they were recorded, on disk: read them a page at a time; close it
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gateway.domain.lifecycle import RunStatus
+from gateway.store import action_spool
+from gateway.store.action_spool import ActionSpool
 from gateway.store.chain import EntryRow, Head
 from gateway.store.reports import Gauges, HealthReport, RunExport
 from gateway.store.sqlite_base import Conn, SQLiteBase
@@ -26,8 +28,22 @@ class StatsOps(SQLiteBase):
         def read(conn: Conn) -> RunExport:
             row = self._run_row(conn, run_id, tenant)
             head = Head(run_id, row["head_seq"], row["head_hash"], row["head_mac"]) if row["head_mac"] else None
-            actions = conn.execute("SELECT * FROM actions WHERE run_id = ? ORDER BY seq", (run_id,))
-            return RunExport(run_from_row(row), head, [action_from_row(a) for a in actions])
+            run = run_from_row(row)
+            spool = ActionSpool()
+            try:
+                after = 0  # seq counts from 1 on both stores
+                while True:  # a page at a time (psycopg would buffer one whole result), one snapshot
+                    rows = conn.execute(
+                        "SELECT * FROM actions WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                        (run_id, after, action_spool.ACTIONS_PER_PAGE),
+                    ).fetchall()
+                    spool.write_page([action_from_row(a) for a in rows])
+                    if len(rows) < action_spool.ACTIONS_PER_PAGE:
+                        return RunExport(run, head, spool)
+                    after = rows[-1]["seq"]
+            except BaseException:
+                spool.close()
+                raise
 
         return await self._aside(read)
 
