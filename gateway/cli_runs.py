@@ -308,6 +308,13 @@ def describe_run(run: dict[str, Any]) -> str:
         ]
         body = table(["APPROVAL_ID", "TOOL", "SHA256", "REQUESTED_BY", "DECIDE_BY"], rows)
         lines += [f"  {line}" for line in body.splitlines()]
+    dropped = run.get("refusals_dropped") or {}
+    if dropped.get("rate") or dropped.get("max_per_run"):
+        lines += [
+            "",
+            f"refusals not recorded (limits.refusals): {dropped.get('rate', 0)} past the token rate, "
+            f"{dropped.get('max_per_run', 0)} past max_per_run",
+        ]
     milestones = run.get("milestones") or []
     lines += ["", f"milestones ({len(milestones)})"]
     for m in milestones:

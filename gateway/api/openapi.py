@@ -182,7 +182,7 @@ def _operations() -> tuple[Op, ...]:
             f"{run}/actions",
             "The run's action ledger, oldest first",
             "actions.read",
-            response=schemas.ActionPage,
+            response=schemas.RunActionPage,
             query=(CURSOR, _limit(100, 500)),
         ),
         Op(

@@ -177,8 +177,23 @@ class ApprovalView(_View):
     )
 
 
+class DroppedByEpoch(_View):
+    epoch: int = Field(ge=0, description="the lease token's epoch; 0: a call made without one")
+    rate: int = Field(ge=0)
+    max_per_run: int = Field(ge=0)
+
+
+class RefusalsDropped(_View):
+    rate: int = Field(ge=0, description="answered rate_limited: past the token's limits.refusals.rate, not recorded")
+    max_per_run: int = Field(ge=0, description="answered with `recorded: false`: past limits.refusals.max_per_run")
+    by_epoch: list[DroppedByEpoch] = Field(description="the same per lease token, newest epoch first, at most 50")
+
+
 class RunDetail(RunView):
     approvals: list[ApprovalView] = Field(description="the run's pending approvals")
+    refusals_dropped: RefusalsDropped = Field(
+        description="refused calls answered but not recorded past limits.refusals (docs/limits.md), counted"
+    )
 
 
 class LeaseGranted(_View):
@@ -428,6 +443,12 @@ class RunPage(ItemsPage[RunView]):
 
 class ActionPage(ItemsPage[ActionView]):
     pass
+
+
+class RunActionPage(ActionPage):
+    refusals_dropped: RefusalsDropped = Field(
+        description="the run's refused calls not in `items` because limits.refusals dropped them, counted"
+    )
 
 
 class EventPage(ItemsPage[EventView]):

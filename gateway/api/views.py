@@ -12,6 +12,7 @@ from gateway.domain.contract import DIMENSIONS
 from gateway.domain.deception import marks
 from gateway.domain.units import format_money
 from gateway.store.records import ActionRecord, ApprovalRecord, EventRecord, RunRecord
+from gateway.store.reports import DroppedRefusals
 
 
 def _money_or_count(dim: str, value: int, currency: str) -> Any:
@@ -184,6 +185,15 @@ def _unified(old: Any, new: Any, old_label: str, new_label: str) -> str:
         return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
 
     return "\n".join(difflib.unified_diff(lines(old), lines(new), old_label, new_label, lineterm=""))
+
+
+def dropped_view(dropped: DroppedRefusals) -> dict[str, Any]:
+    """Refusals answered but not recorded (limits.refusals), by limit, and per lease token."""
+    return {
+        "rate": dropped.rate,
+        "max_per_run": dropped.max_per_run,
+        "by_epoch": [{"epoch": e, "rate": r, "max_per_run": m} for e, r, m in dropped.by_epoch],
+    }
 
 
 def event_view(event: EventRecord) -> dict[str, Any]:

@@ -54,7 +54,7 @@ from gateway.store.records import (
     ToolPin,
     ToolPins,
 )
-from gateway.store.reports import Gauges, HealthReport, RunExport
+from gateway.store.reports import DroppedRefusals, Gauges, HealthReport, RunExport
 
 CancelNotices = AbstractAsyncContextManager[AsyncIterator[str]]
 """While entered: the ids of runs cancelled hard by any gateway process sharing the store, as each
@@ -259,9 +259,20 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def record_rejection(
-        self, run_id: str, *, tool: str, payload_sha256: str, refusal: Refusal, epoch: int | None, worker: str | None
+        self,
+        run_id: str,
+        *,
+        tool: str,
+        payload_sha256: str,
+        refusal: Refusal,
+        epoch: int | None,
+        worker: str | None,
+        payload_bytes: int | None = None,
     ) -> str:
-        """Record a call refused before step 6 (authority, arguments, approvals); returns its action id."""
+        """Record a call refused before step 6 (authority, arguments, approvals); returns its action id.
+        `payload_bytes`: the arguments' canonical JSON size, kept beside their hash (never the body).
+
+        Raises: Refusal, not recorded but counted (`refusals_dropped`), past `refusal_limits`."""
 
     def settle_soon(self, action_id: str, settlement: Settlement, *, admitted: ActionRecord | None = None) -> None:
         """Settle without waiting for the commit (reads: no replay depends on their outcome).
@@ -482,6 +493,11 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def blob_texts(self, sha256s: Sequence[str]) -> dict[str, str | None]:
         """Stored bodies as their exact canonical JSON; None for one purged (or never stored)."""
+
+    @abc.abstractmethod
+    async def dropped_refusals(self, tenant: str, run_id: str) -> DroppedRefusals:
+        """The run's refusals answered but not recorded past `refusal_limits`, counted by limit and
+        lease token (zeros when none; another tenant's run reads as none)."""
 
     @abc.abstractmethod
     async def gauges(self, tenant: str, *, limit: int) -> Gauges:

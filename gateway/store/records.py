@@ -115,6 +115,7 @@ class Intent:
     repeat_of: str | None = None
     spec_version: str | None = None  # the contract version the gate decided under; None: do not check
     operation_kept_for: float | None = None  # retention.idempotency in seconds; None: an id never expires
+    payload_bytes: int | None = None  # the payload's canonical JSON size: a refusal records it beside the hash
 
 
 @dataclass(frozen=True)
@@ -199,6 +200,7 @@ class ApprovalRequest:
     worker: str  # the worker that asked: a refusal of the request is recorded as its action
     evidence: Any = None
     rationale: str | None = None
+    payload_bytes: int | None = None  # as Intent's: recorded with a refusal of the request
 
     @property
     def requirement(self) -> Requirement:
