@@ -75,6 +75,26 @@ def _indented(text: str) -> list[str]:
     return [f"  {line}" for line in text.splitlines()]
 
 
+_MARK_WORDS = {
+    "bidi_control": "direction-override characters (the text may display reordered)",
+    "invisible": "invisible characters",
+    "mixed_scripts": "letters from more than one script (a look-alike name?)",
+    "punycode": "a punycode name (shown by clients as another name)",
+}
+
+
+def _marks_lines(marks: Any) -> list[str]:
+    """The gateway's deception marks (the view's `marks`), as the console's approval page words them."""
+    if not marks:
+        return []
+    lines = ["LOOK CLOSELY: this payload contains text that may not read as what it is"]
+    for m in marks:
+        text = f": {m['text']!r}" if m.get("text") else ""
+        points = f"  [{' '.join(m.get('code_points', []))}]" if m.get("code_points") else ""
+        lines.append(f"  ! {m['path']}  {_MARK_WORDS.get(m['kind'], m['kind'])}{text}{points}")
+    return lines
+
+
 def describe_approval(approval: dict[str, Any], previous: dict[str, Any] | None) -> str:
     """`approvals show` for a person."""
     a = approval
@@ -97,6 +117,7 @@ def describe_approval(approval: dict[str, Any], previous: dict[str, Any] | None)
         None: "the gateway shows no payload (purged)",
     }[hash_matches(a)]
     lines += ["", f"payload sha256 {a['payload_sha256']}  ({check})"]
+    lines += _marks_lines(a.get("marks"))
     if a.get("payload") is not None:
         lines += _indented(pretty_json(a["payload"]))
     if a.get("rationale"):

@@ -129,10 +129,16 @@ def api_path(*parts: str) -> str:
 
 def each_item(http: httpx.Client, path: str, params: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
     """Every item of a list, page after page, following its `next_cursor`."""
+    for page in each_page(http, path, params):
+        yield from page["items"]
+
+
+def each_page(http: httpx.Client, path: str, params: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
+    """Every page of a list, following its `next_cursor`."""
     query = dict(params or {})
     while True:
-        page = cli_http.call(http, "GET", path, params=query)
-        yield from page["items"]
+        page: dict[str, Any] = cli_http.call(http, "GET", path, params=query)
+        yield page
         if not page.get("next_cursor"):
             return
         query["cursor"] = page["next_cursor"]
@@ -259,13 +265,18 @@ def _list(args: argparse.Namespace) -> int:
     params = {"limit": str(args.limit)} | ({"status": args.status} if args.status else {})
     with cli_http.client(args) as http:
         if args.all:
-            page: dict[str, Any] = {"items": every_item(http, "/api/runs", params), "next_cursor": None}
+            page: dict[str, Any] = {"items": [], "next_cursor": None, "damaged": []}
+            for each in each_page(http, "/api/runs", params):
+                page["items"] += each["items"]
+                page["damaged"] += each.get("damaged", [])
         else:
             page = cli_http.call(http, "GET", "/api/runs", params=params)
     if args.json:
         print_json(page)
         return 0
     print(runs_table(page["items"]) if page["items"] else "no runs")
+    for damaged in page.get("damaged", []):
+        print(f"not listed: run {damaged['run_id']} ({damaged['code']}: its row was changed)", file=sys.stderr)
     if page["next_cursor"]:
         print(f"more runs follow: --all, or --limit up to {MAX_PAGE}", file=sys.stderr)
     return 0
@@ -303,6 +314,13 @@ def describe_run(run: dict[str, Any]) -> str:
         ]
         body = table(["APPROVAL_ID", "TOOL", "SHA256", "REQUESTED_BY", "DECIDE_BY"], rows)
         lines += [f"  {line}" for line in body.splitlines()]
+    dropped = run.get("refusals_dropped") or {}
+    if dropped.get("rate") or dropped.get("max_per_run"):
+        lines += [
+            "",
+            f"refusals not recorded (limits.refusals): {dropped.get('rate', 0)} past the token rate, "
+            f"{dropped.get('max_per_run', 0)} past max_per_run",
+        ]
     milestones = run.get("milestones") or []
     lines += ["", f"milestones ({len(milestones)})"]
     for m in milestones:

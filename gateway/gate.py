@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway import failpoints, tracing
 from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
-from gateway.canonical import payload_sha256
+from gateway.canonical import canonical_json, sha256_hex
 from gateway.catalog import Catalog, ToolSpec
 from gateway.clock import Clock, isoformat
 from gateway.domain.admission import CallFacts, dead_refusal, lease_refusal
@@ -197,14 +197,11 @@ class Gate:
             self._terms[key] = terms
         return terms
 
-    async def _live(self, info: TokenInfo, tool: str, digest: str) -> CallResult | None:
+    async def _live(self, info: TokenInfo, tool: str, digest: str, size: int | None) -> CallResult | None:
         refusal = lease_refusal(info.run.snapshot(), info.epoch, self.clock.now())
         if refusal is None:
             return None
-        action_id = await self.store.record_rejection(
-            info.run.run_id, tool=tool, payload_sha256=digest, refusal=refusal, epoch=info.epoch, worker=info.worker
-        )
-        return CallResult.refused(refusal, action_id)
+        return await self._recorded(info, tool, digest, refusal, size)
 
     # -- the call ----------------------------------------------------------------------------
     async def call(
@@ -260,18 +257,18 @@ class Gate:
             info = TokenInfo(fresh.run, fresh.run.epoch, fresh.worker, fresh.granted_by, fresh.token_hash)
         tracing.tag_run(info.run.run_id, info.run.tenant)
         try:
-            digest = payload_sha256(arguments)
+            body = canonical_json(arguments)
         except ValueError:
-            digest = "0" * 64
             refusal = Refusal("invalid_arguments", "the arguments are not representable as canonical JSON")
-            return await self._reject(info, tool, digest, refusal)
+            return await self._reject(info, tool, "0" * 64, refusal, None)
+        digest, size = sha256_hex(body), len(body)  # a refusal records both, never the arguments
         operation_id = (meta or {}).get(OPERATION_ID_META)
         if operation_id is not None and not valid_client_operation_id(operation_id):
             refusal = Refusal(
                 "invalid_arguments", f"_meta[{OPERATION_ID_META!r}] must be 1-200 characters of [A-Za-z0-9._:/@+=-]"
             )
-            return await self._reject(info, tool, digest, refusal)
-        return await self._call(info, tool, arguments, digest, operation_id)
+            return await self._reject(info, tool, digest, refusal, size)
+        return await self._call(info, tool, arguments, digest, operation_id, size=size)
 
     async def _spec(self, tool: str) -> ToolSpec | None:
         """Gate step 2: the catalog's entry. A definition that does not match its pin is checked
@@ -282,12 +279,24 @@ class Gate:
                 spec = self.catalog.get(tool)
         return spec
 
-    async def _reject(self, info: TokenInfo, tool: str, digest: str, refusal: Refusal) -> CallResult:
-        """Record and answer a refusal; a dead lease or run is named first, whatever else was wrong."""
+    async def _reject(self, info: TokenInfo, tool: str, digest: str, refusal: Refusal, size: int | None) -> CallResult:
+        """Record and answer a refusal; a dead lease or run is named first, whatever else was wrong.
+        `size`: the arguments' canonical JSON in bytes, recorded beside their hash (None: unknown)."""
         info = await self._fresh(info)
         refusal = lease_refusal(info.run.snapshot(), info.epoch, self.clock.now()) or refusal
+        return await self._recorded(info, tool, digest, refusal, size)
+
+    async def _recorded(
+        self, info: TokenInfo, tool: str, digest: str, refusal: Refusal, size: int | None
+    ) -> CallResult:
         action_id = await self.store.record_rejection(
-            info.run.run_id, tool=tool, payload_sha256=digest, refusal=refusal, epoch=info.epoch, worker=info.worker
+            info.run.run_id,
+            tool=tool,
+            payload_sha256=digest,
+            refusal=refusal,
+            epoch=info.epoch,
+            worker=info.worker,
+            payload_bytes=size,
         )
         return CallResult.refused(refusal, action_id)
 
@@ -300,17 +309,18 @@ class Gate:
         client_operation_id: str | None,
         repeat_of: str | None = None,
         *,
+        size: int,
         stale_retry: bool = False,
     ) -> CallResult:
         if self.refusing is not None:  # draining: no approval requested, nothing admitted
-            return await self._reject(info, tool, digest, self.refusing)
+            return await self._reject(info, tool, digest, self.refusing, size)
         run = info.run
         terms = self.terms_of(run)
         spec = await self._spec(tool)
         refusal = authority_refusal(tool, spec, terms, arguments)
         if refusal is not None or spec is None:
             assert refusal is not None
-            return await self._reject(info, tool, digest, refusal)
+            return await self._reject(info, tool, digest, refusal, size)
 
         operation_id: str | None = None
         if spec.is_write:
@@ -325,14 +335,14 @@ class Gate:
             # The approval path reads the run first: a dead lease is refused before any replay,
             # and no approval is requested for a call the run could not admit anyway.
             info = await self._fresh(info)
-            dead = await self._live(info, tool, digest)
+            dead = await self._live(info, tool, digest, size)
             if dead is not None:
                 return dead
             if operation_id is not None:
                 holder = await self.store.find_operation(run.lineage_id, operation_id, kept_for=self.idempotency_for)
                 if holder is not None:
-                    return await self._held(info, holder, tool, digest)
-            decided = await self._approval(info, spec, arguments, digest, rule, facts)
+                    return await self._held(info, holder, tool, digest, size)
+            decided = await self._approval(info, spec, arguments, digest, rule, facts, size=size)
             if isinstance(decided, CallResult):
                 return decided
             approval_id = decided
@@ -344,6 +354,7 @@ class Gate:
             effect="write" if spec.is_write else "read",
             payload=arguments,
             payload_sha256=digest,
+            payload_bytes=size,
             operation_id=operation_id,
             idempotency_key=(
                 idempotency_key(run.tenant, run.lineage_id, operation_id)
@@ -360,7 +371,7 @@ class Gate:
             operation_kept_for=self.idempotency_for if operation_id else None,
         )
         if self.refusing is not None:  # the drain began while this call was deciding
-            return await self._reject(info, tool, digest, self.refusing)
+            return await self._reject(info, tool, digest, self.refusing, size)
         self._admitting += 1
         try:
             admitted = await self.metrics.timed(self.store.admit(intent, facts))
@@ -370,14 +381,16 @@ class Gate:
             if stale_retry:
                 raise RuntimeError("the run's contract changed twice during one call")
             fresh = await self._fresh(info)
-            return await self._call(fresh, tool, arguments, digest, client_operation_id, repeat_of, stale_retry=True)
+            return await self._call(
+                fresh, tool, arguments, digest, client_operation_id, repeat_of, size=size, stale_retry=True
+            )
         if isinstance(admitted, Refused):
             refusal = admitted.refusal
             if refusal.code == "run_waiting":
                 refusal = await self._waiting_refusal(info, tool, refusal)
             return CallResult.refused(refusal, admitted.action_id)
         if isinstance(admitted, Held):
-            return await self._held(info, admitted, tool, digest)
+            return await self._held(info, admitted, tool, digest, size)
         return await self._dispatch_and_settle(spec, admitted, arguments)
 
     async def _waiting_refusal(self, info: TokenInfo, tool: str, refusal: Refusal) -> Refusal:
@@ -399,7 +412,7 @@ class Gate:
             retry_after_s=CHECK_BACK_S,
         )
 
-    async def _held(self, info: TokenInfo, held: Held, tool: str, digest: str) -> CallResult:
+    async def _held(self, info: TokenInfo, held: Held, tool: str, digest: str, size: int) -> CallResult:
         """Gate step 4: the operation id is already taken in this lineage."""
         holder = held.action
         if holder.payload_sha256 != digest or holder.tool != tool:
@@ -410,7 +423,7 @@ class Gate:
                 f"_meta[{OPERATION_ID_META!r}]",
                 action_id=holder.action_id,
             )
-            return await self._reject(info, tool, digest, refusal)
+            return await self._reject(info, tool, digest, refusal, size)
         if held.expired:
             refusal = Refusal(
                 "idempotency_expired",
@@ -420,7 +433,7 @@ class Gate:
                 action_id=holder.action_id,
                 recorded_at=isoformat(holder.created_at),
             )
-            return await self._reject(info, tool, digest, refusal)
+            return await self._reject(info, tool, digest, refusal, size)
         if holder.status in (ActionStatus.SUCCEEDED, ActionStatus.COMPENSATED):
             return await self._replay(holder)
         if holder.status is ActionStatus.ADMITTED:
@@ -439,7 +452,7 @@ class Gate:
                 "call replays its result or may be made again (warrant_status shows the run)",
                 action_id=holder.action_id,
             )
-        return await self._reject(info, tool, digest, refusal)
+        return await self._reject(info, tool, digest, refusal, size)
 
     async def _replay(self, holder: ActionRecord) -> CallResult:
         stored = await self.store.get_blob(holder.result_sha256) if holder.result_sha256 else None
@@ -478,6 +491,8 @@ class Gate:
         facts: CallFacts,
         evidence: Any = None,
         rationale: str | None = None,
+        *,
+        size: int,
     ) -> str | CallResult:
         """The approval id to consume, or the result that answers the call now."""
         now = self.clock.now()
@@ -509,7 +524,7 @@ class Gate:
                 approval_id=latest.approval_id,
                 note=latest.note,
             )
-            return await self._reject(info, spec.name, digest, refusal)
+            return await self._reject(info, spec.name, digest, refusal, size)
         lapsed = latest is not None and latest.status in (
             ApprovalStatus.EXPIRED,
             ApprovalStatus.APPROVED,
@@ -520,6 +535,7 @@ class Gate:
             tool=spec.name,
             payload=arguments,
             payload_sha256=digest,
+            payload_bytes=size,
             spec_version=run.spec_version,
             tool_def_sha256=spec.definition_sha256,
             role=rule.role,
@@ -721,7 +737,7 @@ class Gate:
         """`warrant_repeat`: a deliberate repeat of a succeeded write, under a fresh operation id."""
         info = await self.authenticate(token)
         reason = escape_nul(reason)
-        dead = await self._live(info, "warrant_repeat", "0" * 64)
+        dead = await self._live(info, "warrant_repeat", "0" * 64, None)
         if dead is not None:
             return dead
         if not reason or not reason.strip():
@@ -745,8 +761,9 @@ class Gate:
         if arguments is None:
             return CallResult.refused(Refusal("invalid_arguments", f"the payload of {action_id} was purged"))
         operation_id = repeat_operation_id(info.run.lineage_id, action_id, reason)
+        size = len(canonical_json(arguments))  # the stored body is canonical JSON already: it encodes
         return await self._call(
-            info, original.tool, arguments, original.payload_sha256, operation_id, repeat_of=action_id
+            info, original.tool, arguments, original.payload_sha256, operation_id, repeat_of=action_id, size=size
         )
 
     async def propose(
@@ -759,10 +776,11 @@ class Gate:
         info = await self.authenticate(token)
         tool, rationale = escape_nul(tool), None if rationale is None else escape_nul(rationale)
         try:
-            digest = payload_sha256(arguments)
+            body = canonical_json(arguments)
         except ValueError:
             return CallResult.refused(Refusal("invalid_arguments", "the arguments are not canonical JSON"))
-        dead = await self._live(info, tool, digest)
+        digest, size = sha256_hex(body), len(body)
+        dead = await self._live(info, tool, digest, size)
         if dead is not None:
             return dead
         terms = self.terms_of(info.run)
@@ -770,13 +788,13 @@ class Gate:
         refusal = authority_refusal(tool, spec, terms, arguments)
         if refusal is not None or spec is None:
             assert refusal is not None
-            return await self._reject(info, tool, digest, refusal)
+            return await self._reject(info, tool, digest, refusal, size)
         rule = approval_rule(tool, spec, terms, arguments)
         if rule is None:
             text = f"{tool} needs no approval for these arguments under this run's contract; call it directly"
             return CallResult([{"type": "text", "text": text}], {"approval": None, "payload_sha256": digest})
         facts = CallFacts(epoch=info.epoch, is_write=spec.is_write, reservation=spec.reservation())
-        decided = await self._approval(info, spec, arguments, digest, rule, facts, evidence, rationale)
+        decided = await self._approval(info, spec, arguments, digest, rule, facts, evidence, rationale, size=size)
         if isinstance(decided, str):
             text = f"approval {decided} already covers this exact payload; call {tool} with the same arguments"
             return CallResult(
@@ -803,10 +821,7 @@ class Gate:
         refusal = dead_refusal(info.run.snapshot(), info.epoch, self.clock.now())
         if refusal is None:
             return None
-        action_id = await self.store.record_rejection(
-            info.run.run_id, tool=tool, payload_sha256="0" * 64, refusal=refusal, epoch=info.epoch, worker=info.worker
-        )
-        return CallResult.refused(refusal, action_id)
+        return await self._recorded(info, tool, "0" * 64, refusal, None)
 
     async def dead(self, token: str | None) -> Refusal | None:
         """The refusal of a dead token, not recorded (tools/list). Raises: Unauthenticated."""

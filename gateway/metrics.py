@@ -14,6 +14,8 @@ Read from the store at each scrape, for the scraping key's tenant:
     warrant_approvals_pending, warrant_approval_oldest_pending_seconds, warrant_actions_unknown,
     warrant_active_runs, warrant_budget_remaining{run_id, dimension}   (the newest `BUDGET_RUNS`
     active runs; `spend` in units of the run's currency, the other dimensions as counted)
+    warrant_refusals_dropped{limit}         refused calls answered but not recorded past
+                                            limits.refusals: `rate` or `max_per_run`
 
 One registry per gateway (held by its gate), never the library's process-global one: two apps in
 one process (tests) do not share counters. A tool name the catalog does not know is counted as
@@ -111,6 +113,14 @@ class _StoreGauges(Collector):
             "warrant_actions_unknown", "Actions whose outcome could not be established yet", g.actions_unknown
         )
         yield GaugeMetricFamily("warrant_active_runs", "Runs not in a terminal status", g.active_runs)
+        dropped = GaugeMetricFamily(
+            "warrant_refusals_dropped",
+            "Refused calls answered but not recorded past limits.refusals, by the limit (all the tenant's runs)",
+            labels=("limit",),
+        )
+        for limit in ("rate", "max_per_run"):
+            dropped.add_metric((limit,), float(g.refusals_dropped.get(limit, 0)))
+        yield dropped
         budget = GaugeMetricFamily(
             "warrant_budget_remaining",
             "Budget left per active run (spend in the run's currency units)",

@@ -1,7 +1,9 @@
 """`GET /api/runs/{run_id}/export`: the run's evidence bundle (gateway/ledger_bundle.py), streamed.
 
-The run, its MAC'd head and its action rows come from one consistent read; the entries up to
-that head follow page by page (entries never change once written), then every body they name.
+The run, its MAC'd head and its action rows come from one consistent read, which spools the rows
+to disk a page at a time (gateway/store/action_spool.py: memory stays at a page however many the
+run has); the entries up to that head follow page by page (entries never change once written),
+then the action rows read back from the spool page by page, then every body they name.
 A run that is not the key's tenant's is 404 before anything is streamed. A store failure
 mid-stream aborts the response, so the bundle lacks its `end` line and fails verification.
 """
@@ -42,7 +44,16 @@ async def export_run(request: Request, principal: Principal, gateway: Gateway) -
 
 
 async def bundle_lines(store: Store, snapshot: RunExport, now: float) -> AsyncIterator[str]:
-    """The bundle, a page of lines at a time."""
+    """The bundle, a page of lines at a time. Closes the snapshot's spool of action rows, also
+    when the stream is abandoned."""
+    try:
+        async for chunk in _lines(store, snapshot, now):
+            yield chunk
+    finally:
+        snapshot.actions.close()
+
+
+async def _lines(store: Store, snapshot: RunExport, now: float) -> AsyncIterator[str]:
     run_id = snapshot.run.run_id
     yield header_line(snapshot.run, snapshot.head, now)
     upto = snapshot.head.seq if snapshot.head is not None else _NO_HEAD
@@ -57,8 +68,8 @@ async def bundle_lines(store: Store, snapshot: RunExport, now: float) -> AsyncIt
         if len(page) < ENTRIES_PER_PAGE:
             break
         after = page[-1].seq
-    for i in range(0, len(snapshot.actions), ENTRIES_PER_PAGE):
-        yield "".join(action_line(a) for a in snapshot.actions[i : i + ENTRIES_PER_PAGE])
+    for actions in snapshot.actions.pages(ENTRIES_PER_PAGE):  # read back from the spool, a page in memory
+        yield "".join(action_line(a) for a in actions)
     hashes = list(refs)
     for i in range(0, len(hashes), BLOBS_PER_PAGE):
         chunk = hashes[i : i + BLOBS_PER_PAGE]

@@ -131,7 +131,7 @@ def _operations() -> tuple[Op, ...]:
         Op(
             "GET",
             "/api/runs",
-            "List the tenant's runs, oldest first",
+            "List the tenant's runs, oldest first; a damaged row is named in `damaged`, never silently skipped",
             "runs.read",
             response=schemas.RunPage,
             query=(Param("status", _enum(RunStatus), "only runs in this status"), CURSOR, _limit(50, 500)),
@@ -182,7 +182,7 @@ def _operations() -> tuple[Op, ...]:
             f"{run}/actions",
             "The run's action ledger, oldest first",
             "actions.read",
-            response=schemas.ActionPage,
+            response=schemas.RunActionPage,
             query=(CURSOR, _limit(100, 500)),
         ),
         Op(

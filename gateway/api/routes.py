@@ -23,7 +23,7 @@ from gateway.api.events import run_events
 from gateway.api.export import export_run
 from gateway.api.nul import refuse_nul_body, refuse_nul_url
 from gateway.api.openapi import openapi_json
-from gateway.api.views import action_view, approval_view, run_view
+from gateway.api.views import action_view, approval_view, dropped_view, run_view
 from gateway.clock import isoformat
 from gateway.domain.contract import parse_contract, problems_of
 from gateway.domain.keys import looks_like_api_key
@@ -236,7 +236,9 @@ async def list_runs(request: Request, principal: Principal, gateway: Gateway) ->
         principal.tenant, status=status, cursor=request.query_params.get("cursor"), limit=query_limit(request)
     )
     now = gateway.clock.now()
-    return JSONResponse({"items": [run_view(r, now) for r in page.items], "next_cursor": page.next_cursor})
+    damaged = [{"run_id": d.run_id, "code": d.code} for d in page.damaged]
+    items = [run_view(r, now) for r in page.items]
+    return JSONResponse({"items": items, "next_cursor": page.next_cursor, "damaged": damaged})
 
 
 @endpoint("runs.read")
@@ -248,6 +250,7 @@ async def get_run(request: Request, principal: Principal, gateway: Gateway) -> R
         milestone["status"] = states.get(milestone["id"], milestone["status"])
     pending = await gateway.store.list_approvals(principal.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
     view["approvals"] = [approval_view(a) for a in pending.items]
+    view["refusals_dropped"] = dropped_view(await gateway.store.dropped_refusals(principal.tenant, run.run_id))
     return JSONResponse(view)
 
 
@@ -354,7 +357,9 @@ async def list_actions(request: Request, principal: Principal, gateway: Gateway)
     page = await gateway.store.list_actions(
         principal.tenant, run.run_id, cursor=request.query_params.get("cursor"), limit=query_limit(request, 100)
     )
-    return JSONResponse({"items": [action_view(a, run.currency) for a in page.items], "next_cursor": page.next_cursor})
+    dropped = dropped_view(await gateway.store.dropped_refusals(principal.tenant, run.run_id))
+    items = [action_view(a, run.currency) for a in page.items]
+    return JSONResponse({"items": items, "next_cursor": page.next_cursor, "refusals_dropped": dropped})
 
 
 @endpoint("events.read")

@@ -135,6 +135,17 @@ class ApprovalDiff(_View):
     tool_definition_changed: bool
 
 
+class PayloadMark(_View):
+    path: str = Field(description='where in the payload: "to", "items/0/name", "(payload)"; a key as "<path> (key)"')
+    kind: Literal["bidi_control", "invisible", "mixed_scripts", "punycode"] = Field(
+        description="bidi_control: direction overrides or isolates (the text may display reordered); invisible: "
+        "zero-width characters, soft hyphens, BOM; mixed_scripts: a word mixing scripts (a look-alike, homoglyph "
+        "name such as Cyrillic `а` in `аcme.example`); punycode: an `xn--` label a client shows as another name"
+    )
+    text: str = Field(description='the word or label involved ("" for control and invisible characters)')
+    code_points: list[str] = Field(description='the characters to look at, as "U+202E"')
+
+
 class ApprovalView(_View):
     approval_id: str
     run_id: str
@@ -160,10 +171,29 @@ class ApprovalView(_View):
         description="what changed since the last approval of this tool in this run that a person approved "
         "(null when there is none, and in a run's summary)",
     )
+    marks: list[PayloadMark] | None = Field(
+        description="what in the payload may not read as what it is, as the console's approval page marks it "
+        "(gateway/domain/deception.py); empty: nothing found; null: no payload shown (purged, or a run's summary)",
+    )
+
+
+class DroppedByEpoch(_View):
+    epoch: int = Field(ge=0, description="the lease token's epoch; 0: a call made without one")
+    rate: int = Field(ge=0)
+    max_per_run: int = Field(ge=0)
+
+
+class RefusalsDropped(_View):
+    rate: int = Field(ge=0, description="answered rate_limited: past the token's limits.refusals.rate, not recorded")
+    max_per_run: int = Field(ge=0, description="answered with `recorded: false`: past limits.refusals.max_per_run")
+    by_epoch: list[DroppedByEpoch] = Field(description="the same per lease token, newest epoch first, at most 50")
 
 
 class RunDetail(RunView):
     approvals: list[ApprovalView] = Field(description="the run's pending approvals")
+    refusals_dropped: RefusalsDropped = Field(
+        description="refused calls answered but not recorded past limits.refusals (docs/limits.md), counted"
+    )
 
 
 class LeaseGranted(_View):
@@ -403,12 +433,26 @@ class Health(_View):
     checks: dict[str, HealthCheck] = Field(description="`store`, `checkpointer`, `adapter:<name>`")
 
 
+class DamagedRun(_View):
+    run_id: str
+    code: Literal["record_damaged"] = Field(description="why it is not listed (GET /api/runs/{run_id} answers 500 so)")
+
+
 class RunPage(ItemsPage[RunView]):
-    pass
+    damaged: list[DamagedRun] = Field(
+        description="runs of this page that are not in `items`: their row holds what the gateway never writes "
+        "(changed behind its back); empty when every row was read. The list goes on past them"
+    )
 
 
 class ActionPage(ItemsPage[ActionView]):
     pass
+
+
+class RunActionPage(ActionPage):
+    refusals_dropped: RefusalsDropped = Field(
+        description="the run's refused calls not in `items` because limits.refusals dropped them, counted"
+    )
 
 
 class EventPage(ItemsPage[EventView]):

@@ -9,9 +9,11 @@ from typing import Any
 from gateway.canonical import canonical_json
 from gateway.clock import isoformat
 from gateway.domain.contract import DIMENSIONS
+from gateway.domain.deception import marks
 from gateway.domain.lease_rules import lease_held
 from gateway.domain.units import format_money
 from gateway.store.records import ActionRecord, ApprovalRecord, EventRecord, RunRecord
+from gateway.store.reports import DroppedRefusals
 
 
 def _money_or_count(dim: str, value: int, currency: str) -> Any:
@@ -115,7 +117,18 @@ def approval_view(approval: ApprovalRecord, payload: Any = None, diff: dict[str,
         "action_id": approval.action_id,
         "on_expiry": approval.on_expiry,
         "diff": diff,
+        "marks": payload_marks(payload),
     }
+
+
+def payload_marks(payload: Any) -> list[dict[str, Any]] | None:
+    """What in the payload may not read as what it is (gateway/domain/deception.py), as the console's
+    approval page marks it: `{path, kind, text, code_points}` each; None when no payload is shown."""
+    if payload is None:
+        return None
+    return [
+        {"path": m.path, "kind": m.kind, "text": m.text, "code_points": list(m.code_points)} for m in marks(payload)
+    ]
 
 
 def approval_diff(
@@ -169,6 +182,15 @@ def _unified(old: Any, new: Any, old_label: str, new_label: str) -> str:
         return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
 
     return "\n".join(difflib.unified_diff(lines(old), lines(new), old_label, new_label, lineterm=""))
+
+
+def dropped_view(dropped: DroppedRefusals) -> dict[str, Any]:
+    """Refusals answered but not recorded (limits.refusals), by limit, and per lease token."""
+    return {
+        "rate": dropped.rate,
+        "max_per_run": dropped.max_per_run,
+        "by_epoch": [{"epoch": e, "rate": r, "max_per_run": m} for e, r, m in dropped.by_epoch],
+    }
 
 
 def event_view(event: EventRecord) -> dict[str, Any]:

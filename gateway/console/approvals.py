@@ -22,7 +22,6 @@ from gateway.api.approval_shown import approval_shown
 from gateway.api.routes import DecisionBody, gateway_of, query_limit
 from gateway.api.views import approval_view
 from gateway.console.pages import HEADERS, Console
-from gateway.domain.deception import marks
 from gateway.errors import InvalidRequest, WarrantError
 from gateway.roles import permits, require
 from gateway.service import Gateway
@@ -116,9 +115,8 @@ class ApprovalPages:
             destination = f"{approval.tool} (no longer in this gateway's catalog)"
         else:
             destination = spec.adapter.destination(spec.tool, view["payload"])
-        # What the approver reads may not be what is sent: bidi controls, invisible characters, homoglyphs.
-        shown = marks(view["payload"]) if view["payload"] is not None else []
-        return {**view, "destination": destination, "time_left": time_left(approval, now), "marks": shown}
+        # The view's `marks` (views.payload_marks): what the approver reads may not be what is sent.
+        return {**view, "destination": destination, "time_left": time_left(approval, now)}
 
 
 def decision(form: dict[str, str]) -> DecisionBody:

@@ -194,7 +194,13 @@ class Console:
             run["last_verified"] = await run_detail.last_verified(gateway, record.run_id)
             run["alerts"] = run_detail.alert_kinds(alerts.get(record.run_id, []))
             runs.append(run)
-        context = {"principal": principal, "csrf": csrf, "runs": runs, "next_cursor": page.next_cursor}
+        context = {
+            "principal": principal,
+            "csrf": csrf,
+            "runs": runs,
+            "next_cursor": page.next_cursor,
+            "damaged": page.damaged,
+        }
         return self.render(request, "runs.html", context)
 
     async def run(self, request: Request, principal: Principal, gateway: Gateway, csrf: str) -> Response:

@@ -55,7 +55,7 @@ from gateway.store.records import (
     ToolPin,
     ToolPins,
 )
-from gateway.store.reports import Gauges, HealthReport, RunExport
+from gateway.store.reports import DroppedRefusals, Gauges, HealthReport, RunExport
 
 CancelNotices = AbstractAsyncContextManager[AsyncIterator[str]]
 """While entered: the ids of runs cancelled hard by any gateway process sharing the store, as each
@@ -141,7 +141,9 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def list_runs(
         self, tenant: str, *, status: str | None = None, cursor: str | None = None, limit: int = 50
-    ) -> Page[RunRecord]: ...
+    ) -> Page[RunRecord]:
+        """The tenant's runs, oldest first. A row damaged behind the store's back is passed over and
+        named in the page's `damaged` (run id and code), never silently left out."""
 
     @abc.abstractmethod
     async def pause(self, principal: Principal, run_id: str, reason: str | None) -> RunRecord:
@@ -289,9 +291,20 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def record_rejection(
-        self, run_id: str, *, tool: str, payload_sha256: str, refusal: Refusal, epoch: int | None, worker: str | None
+        self,
+        run_id: str,
+        *,
+        tool: str,
+        payload_sha256: str,
+        refusal: Refusal,
+        epoch: int | None,
+        worker: str | None,
+        payload_bytes: int | None = None,
     ) -> str:
-        """Record a call refused before step 6 (authority, arguments, approvals); returns its action id."""
+        """Record a call refused before step 6 (authority, arguments, approvals); returns its action id.
+        `payload_bytes`: the arguments' canonical JSON size, kept beside their hash (never the body).
+
+        Raises: Refusal, not recorded but counted (`refusals_dropped`), past `refusal_limits`."""
 
     def settle_soon(self, action_id: str, settlement: Settlement, *, admitted: ActionRecord | None = None) -> None:
         """Settle without waiting for the commit (reads: no replay depends on their outcome).
@@ -501,7 +514,9 @@ class Store(abc.ABC):
     # -- evidence, metrics and health ------------------------------------------------------
     @abc.abstractmethod
     async def export_snapshot(self, tenant: str, run_id: str) -> RunExport:
-        """The run, its MAC'd head and every action row, in ONE read. Raises: NotFound."""
+        """The run, its MAC'd head and every action row, in ONE read; the rows are spooled to disk a
+        page at a time (gateway/store/action_spool.py), never held in one list. The caller closes
+        `actions`. Raises: NotFound."""
 
     @abc.abstractmethod
     async def ledger_entries(self, run_id: str, *, after: int, upto: int, limit: int) -> list[EntryRow]:
@@ -510,6 +525,11 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def blob_texts(self, sha256s: Sequence[str]) -> dict[str, str | None]:
         """Stored bodies as their exact canonical JSON; None for one purged (or never stored)."""
+
+    @abc.abstractmethod
+    async def dropped_refusals(self, tenant: str, run_id: str) -> DroppedRefusals:
+        """The run's refusals answered but not recorded past `refusal_limits`, counted by limit and
+        lease token (zeros when none; another tenant's run reads as none)."""
 
     @abc.abstractmethod
     async def gauges(self, tenant: str, *, limit: int) -> Gauges:

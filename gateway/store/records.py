@@ -126,6 +126,7 @@ class Intent:
     repeat_of: str | None = None
     spec_version: str | None = None  # the contract version the gate decided under; None: do not check
     operation_kept_for: float | None = None  # retention.idempotency in seconds; None: an id never expires
+    payload_bytes: int | None = None  # the payload's canonical JSON size: a refusal records it beside the hash
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,7 @@ class ApprovalRequest:
     worker: str  # the worker that asked: a refusal of the request is recorded as its action
     evidence: Any = None
     rationale: str | None = None
+    payload_bytes: int | None = None  # as Intent's: recorded with a refusal of the request
 
     @property
     def requirement(self) -> Requirement:
@@ -279,9 +281,18 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
+class Damaged:
+    """A row a list passed over because it holds what the gateway never writes (`record_damaged`)."""
+
+    run_id: str
+    code: str = "record_damaged"
+
+
+@dataclass(frozen=True)
 class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None = None
+    damaged: list[Damaged] = field(default_factory=list)  # rows of this page passed over, never silently
 
 
 def zero_dims() -> dict[str, int]:

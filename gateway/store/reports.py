@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.store.action_spool import ActionSpool
 from gateway.store.chain import Head
-from gateway.store.records import ActionRecord, RunRecord
+from gateway.store.records import RunRecord
 
 
 @dataclass(frozen=True)
@@ -16,7 +17,7 @@ class RunExport:
 
     run: RunRecord
     head: Head | None  # None: the run has no MAC'd head (verification names it)
-    actions: list[ActionRecord]  # in the order they were recorded
+    actions: ActionSpool  # in the order they were recorded, on disk: read them a page at a time; close it
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,20 @@ class Gauges:
     actions_unknown: int
     active_runs: int  # every run not in a terminal status
     budgets: list[RunRecord]  # the newest active runs, at most `limit` of them
+    refusals_dropped: dict[str, int] = field(default_factory=dict)  # limit -> refusals not recorded, all runs
+
+
+@dataclass(frozen=True)
+class DroppedRefusals:
+    """A run's refusals answered but not recorded (limits.refusals), counted by the limit that
+    dropped them: in all, and per lease token (epoch), newest first, at most `BY_EPOCH_SHOWN`."""
+
+    rate: int
+    max_per_run: int
+    by_epoch: list[tuple[int, int, int]]  # (epoch, rate, max_per_run); epoch 0: no lease epoch
+
+
+BY_EPOCH_SHOWN = 50
 
 
 HealthReport = dict[str, dict[str, Any]]  # check name -> {"status": "ok" | "down", ...}

@@ -29,7 +29,7 @@ from gateway.store.sqlite_retention import RetentionOps
 from gateway.store.sqlite_rows import (
     encode_cursor,
     run_from_row,
-    runs_from_rows,
+    runs_and_damaged,
 )
 from gateway.store.sqlite_stats import StatsOps
 from gateway.store.sqlite_usage import UsageOps
@@ -81,7 +81,8 @@ class SQLiteStore(
             rows = conn.execute(sql + " ORDER BY seq LIMIT ?", (*args, limit + 1)).fetchall()
             more = len(rows) > limit
             rows = rows[:limit]
-            return Page(runs_from_rows(rows), encode_cursor(rows[-1]["seq"]) if more else None)
+            runs, damaged = runs_and_damaged(rows)
+            return Page(runs, encode_cursor(rows[-1]["seq"]) if more else None, damaged)
 
         return await self._db.read(read)
 

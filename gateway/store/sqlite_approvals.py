@@ -75,6 +75,7 @@ class ApprovalOps(SQLiteBase):
                     epoch=facts.epoch,
                     worker=request.worker,
                     effect="write",
+                    payload_bytes=request.payload_bytes,
                 )
                 return Refused(refusal, action_id)
             approval_id = new_id("apr")
@@ -129,7 +130,7 @@ class ApprovalOps(SQLiteBase):
             created = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
             return ApprovalPending(approval_from_row(created), created=True, replaced=replaced)
 
-        return await self._db.transaction(tx, durable=True)
+        return await self._refusing(tx, durable=True)
 
     def _supersede_replaced(self, conn: Conn, run_id: str, approval_id: str, by: str, now: float) -> None:
         reason = f"replaced by {by}, a new proposal for the same tool"

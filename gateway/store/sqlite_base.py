@@ -10,6 +10,7 @@ import socket
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from gateway.clock import Clock
@@ -312,29 +313,46 @@ class SQLiteBase:
             raise NotFound(f"no action {action_id}")
         return action_from_row(row)
 
-    def _refusal_allowed(self, conn: Conn, run_id: str, epoch: int | None, refusal: Refusal, now: float) -> None:
+    def _refusal_allowed(
+        self, conn: Conn, run: RunRecord | RunSnapshot, epoch: int | None, refusal: Refusal, now: float
+    ) -> None:
         """Whether one more refusal may be recorded for this token and run (docs/limits.md).
 
-        Raises (aborting the caller's transaction, so nothing of the call is written): Refusal
-        `rate_limited` with `retry_after_s` past the token's refusal rate; the refusal itself,
-        `recorded: false`, once the run keeps `max_per_run` refusals."""
+        Raises (aborting the caller's transaction, so nothing of the call is written) a
+        DroppedRefusal, which `_refusing` counts: `rate_limited` with `retry_after_s` past the
+        token's refusal rate; the refusal itself, `recorded: false`, once the run keeps
+        `max_per_run` refusals."""
         limits = self.refusal_limits
         if limits.max_per_run is not None:
-            (kept,) = conn.execute(_REJECTED, (run_id,)).fetchone()
+            (kept,) = conn.execute(_REJECTED, (run.run_id,)).fetchone()
             if kept >= limits.max_per_run:
-                raise Refusal(refusal.code, refusal.message, **{**refusal.details, "recorded": False})
+                details = {**refusal.details, "recorded": False}
+                raise DroppedRefusal(
+                    refusal.code, refusal.message, dropped=Drop(run.run_id, run.tenant, epoch, "max_per_run"), **details
+                )
         if limits.rate is not None:
             from gateway.store.sqlite_limits import take  # the rate arithmetic's one home
 
-            refused = take(conn, [(refusal_scope(run_id, epoch), limits.rate)], now)
+            refused = take(conn, [(refusal_scope(run.run_id, epoch), limits.rate)], now)
             if refused is not None:
-                raise Refusal(
+                raise DroppedRefusal(
                     "rate_limited",
                     f"too many refused calls for this lease token; try again in {refused[1]:.3g} s",
+                    dropped=Drop(run.run_id, run.tenant, epoch, "rate"),
                     limit="refusals",
                     refused_code=refusal.code,
                     retry_after_s=round(refused[1], 3),
                 )
+
+    async def _refusing(self, tx: Callable[[Conn], T], *, durable: bool) -> T:
+        """`tx` (which may record a refusal) in a transaction; a refusal the limits dropped rolls
+        back with the rest of `tx`, is counted in a transaction of its own, then raised as it was."""
+        try:
+            return await self._db.transaction(tx, durable=durable)
+        except DroppedRefusal as dropped:
+            drop = dropped.dropped
+            await self._db.transaction(lambda conn: count_dropped(conn, drop, self._clock.now()), durable=False)
+            raise
 
     def _reject(
         self,
@@ -348,8 +366,9 @@ class SQLiteBase:
         epoch: int | None,
         worker: str | None,
         effect: str = "unknown",
+        payload_bytes: int | None = None,
     ) -> str:
-        self._refusal_allowed(conn, run.run_id, epoch, refusal, now)
+        self._refusal_allowed(conn, run, epoch, refusal, now)
         action_id = new_id("act")
         tool = recorded_tool(tool)  # bounded: a caller can make a refusal of any size (domain/refusals.py)
         conn.execute(
@@ -382,8 +401,48 @@ class SQLiteBase:
             code=refusal.code,
             epoch=epoch,
             worker=worker,
+            # The arguments' size beside their hash (never their body): what a refusal of a large
+            # payload was, in the chained entry (gateway/domain/refusals.py).
+            **({} if payload_bytes is None else {"payload_bytes": payload_bytes}),
         )
         return action_id
+
+
+@dataclass(frozen=True)
+class Drop:
+    """A refusal the limits did not record: whose, and which limit (`rate` or `max_per_run`)."""
+
+    run_id: str
+    tenant: str
+    epoch: int | None
+    limit: str
+
+
+class DroppedRefusal(Refusal):
+    """A refusal answered but not recorded (limits.refusals): still a Refusal to whoever catches
+    it; `SQLiteBase._refusing` counts it (refusals_dropped, migration 0016) on its way out."""
+
+    def __init__(self, code: str, message: str, *, dropped: Drop, **details: Any) -> None:
+        super().__init__(code, message, **details)
+        self.dropped = dropped
+
+
+_COUNT_CAP = 2**53 - 1  # a count stays exact as a JSON number
+_COUNT_DROPPED = (
+    "INSERT INTO refusals_dropped (run_id, epoch, tenant, by_rate, by_cap, first_at, last_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, epoch) DO UPDATE SET "
+    "by_rate = CASE WHEN refusals_dropped.by_rate < ? THEN refusals_dropped.by_rate + excluded.by_rate "
+    "ELSE refusals_dropped.by_rate END, "
+    "by_cap = CASE WHEN refusals_dropped.by_cap < ? THEN refusals_dropped.by_cap + excluded.by_cap "
+    "ELSE refusals_dropped.by_cap END, last_at = excluded.last_at"
+)
+
+
+def count_dropped(conn: Conn, drop: Drop, now: float) -> None:
+    """One more refusal of `drop`'s token not recorded: one row per token, counts only grow."""
+    by_rate, by_cap = (1, 0) if drop.limit == "rate" else (0, 1)
+    epoch = drop.epoch if drop.epoch is not None else 0
+    conn.execute(_COUNT_DROPPED, (drop.run_id, epoch, drop.tenant, by_rate, by_cap, now, now, _COUNT_CAP, _COUNT_CAP))
 
 
 def cursor_after(cursor: str | None) -> int:

@@ -101,6 +101,7 @@ class GateOps(LeaseOps, LimitOps):
                     epoch=intent.epoch,
                     worker=intent.worker,
                     effect=intent.effect,
+                    payload_bytes=intent.payload_bytes,
                 )
                 return Refused(refusal, action_id)
             action_id = new_id("act")
@@ -186,7 +187,7 @@ class GateOps(LeaseOps, LimitOps):
                 currency=run.currency,
             )
 
-        admitted = await self._db.transaction(tx, durable=intent.effect == "write")
+        admitted = await self._refusing(tx, durable=intent.effect == "write")
         if store_body and isinstance(admitted, Admitted):
             self._bodies.add(intent.payload_sha256)  # committed: the body is stored
         return admitted
@@ -244,7 +245,15 @@ class GateOps(LeaseOps, LimitOps):
         return None
 
     async def record_rejection(
-        self, run_id: str, *, tool: str, payload_sha256: str, refusal: Refusal, epoch: int | None, worker: str | None
+        self,
+        run_id: str,
+        *,
+        tool: str,
+        payload_sha256: str,
+        refusal: Refusal,
+        epoch: int | None,
+        worker: str | None,
+        payload_bytes: int | None = None,
     ) -> str:
         def tx(conn: Conn) -> str:
             run = self._expire_if_due(conn, run_from_row(self._run_row(conn, run_id)), self._clock.now())
@@ -257,9 +266,10 @@ class GateOps(LeaseOps, LimitOps):
                 refusal=refusal,
                 epoch=epoch,
                 worker=worker,
+                payload_bytes=payload_bytes,
             )
 
-        return await self._db.transaction(tx, durable=False)
+        return await self._refusing(tx, durable=False)
 
     async def settle(
         self, action_id: str, settlement: Settlement, *, admitted: ActionRecord | None = None

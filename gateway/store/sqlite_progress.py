@@ -129,7 +129,7 @@ class ProgressOps(SQLiteBase):
             row = conn.execute("SELECT * FROM checkpoints WHERE run_id = ? AND version = ?", (run_id, version))
             return checkpoint_from_row(row.fetchone())
 
-        return await self._db.transaction(tx, durable=True)
+        return await self._refusing(tx, durable=True)
 
     @staticmethod
     def _latest_checkpoint(conn: Conn, run_id: str) -> CheckpointRecord | None:
@@ -243,7 +243,7 @@ class ProgressOps(SQLiteBase):
             row = conn.execute("SELECT * FROM milestones WHERE run_id = ? AND milestone_id = ?", (run_id, mid))
             return milestone_from_row(row.fetchone())
 
-        return await self._db.transaction(tx, durable=True)
+        return await self._refusing(tx, durable=True)
 
     def _supersede_review(self, conn: Conn, run_id: str, approval_id: str, now: float) -> None:
         changed = conn.execute(
@@ -316,7 +316,7 @@ class ProgressOps(SQLiteBase):
             )  # fmt: skip
             return run_from_row(self._run_row(conn, run_id))
 
-        return await self._db.transaction(tx, durable=True)
+        return await self._refusing(tx, durable=True)
 
     def _missing_for_completion(self, conn: Conn, run: RunRecord) -> dict[str, Any]:
         states = {

@@ -17,7 +17,7 @@ from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.units import MAX_MONEY
 from gateway.errors import DamagedRecord, NotFound
 from gateway.store.chain import entry_body, entry_hash, head_mac
-from gateway.store.records import ActionRecord, ApprovalRecord, ApprovalStatus, EventRecord, RunRecord
+from gateway.store.records import ActionRecord, ApprovalRecord, ApprovalStatus, Damaged, EventRecord, RunRecord
 
 log = logging.getLogger("warrant.store")
 
@@ -47,15 +47,22 @@ def check_counters(row: sqlite3.Row) -> None:
 def runs_from_rows(rows: Iterable[sqlite3.Row]) -> list[RunRecord]:
     """The runs of a list, passing over a damaged row (logged once per run and process), so that
     one row changed behind the store's back cannot take a whole list or the watchdog down."""
-    runs = []
+    return runs_and_damaged(rows)[0]
+
+
+def runs_and_damaged(rows: Iterable[sqlite3.Row]) -> tuple[list[RunRecord], list[Damaged]]:
+    """As `runs_from_rows`, with the rows passed over named, for a list that tells its caller."""
+    runs: list[RunRecord] = []
+    damaged: list[Damaged] = []
     for row in rows:
         try:
             runs.append(run_from_row(row))
         except DamagedRecord as exc:
+            damaged.append(Damaged(row["run_id"], exc.code))
             if row["run_id"] not in _told_damaged:
                 _told_damaged.add(row["run_id"])
                 log.error("passing over a damaged run row: %s", exc.message)
-    return runs
+    return runs, damaged
 
 
 def run_from_row(row: sqlite3.Row) -> RunRecord:

@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gateway.domain.lifecycle import RunStatus
+from gateway.store import action_spool
+from gateway.store.action_spool import ActionSpool
 from gateway.store.chain import EntryRow, Head
-from gateway.store.reports import Gauges, HealthReport, RunExport
+from gateway.store.reports import BY_EPOCH_SHOWN, DroppedRefusals, Gauges, HealthReport, RunExport
 from gateway.store.sqlite_base import Conn, SQLiteBase
 from gateway.store.sqlite_rows import action_from_row, run_from_row, runs_from_rows
 
@@ -26,8 +28,22 @@ class StatsOps(SQLiteBase):
         def read(conn: Conn) -> RunExport:
             row = self._run_row(conn, run_id, tenant)
             head = Head(run_id, row["head_seq"], row["head_hash"], row["head_mac"]) if row["head_mac"] else None
-            actions = conn.execute("SELECT * FROM actions WHERE run_id = ? ORDER BY seq", (run_id,))
-            return RunExport(run_from_row(row), head, [action_from_row(a) for a in actions])
+            run = run_from_row(row)
+            spool = ActionSpool()
+            try:
+                after = 0  # seq counts from 1 on both stores
+                while True:  # a page at a time (psycopg would buffer one whole result), one snapshot
+                    rows = conn.execute(
+                        "SELECT * FROM actions WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                        (run_id, after, action_spool.ACTIONS_PER_PAGE),
+                    ).fetchall()
+                    spool.write_page([action_from_row(a) for a in rows])
+                    if len(rows) < action_spool.ACTIONS_PER_PAGE:
+                        return RunExport(run, head, spool)
+                    after = rows[-1]["seq"]
+            except BaseException:
+                spool.close()
+                raise
 
         return await self._aside(read)
 
@@ -71,9 +87,29 @@ class StatsOps(SQLiteBase):
                 f"SELECT * FROM runs WHERE tenant = ? AND {_ACTIVE_SQL} ORDER BY seq DESC LIMIT ?",
                 (tenant, *_ACTIVE, limit),
             )
-            return Gauges(pending, oldest, unknown, active, runs_from_rows(rows))
+            by_rate, by_cap = conn.execute(
+                "SELECT COALESCE(SUM(by_rate), 0), COALESCE(SUM(by_cap), 0) FROM refusals_dropped WHERE tenant = ?",
+                (tenant,),
+            ).fetchone()
+            dropped = {"rate": int(by_rate), "max_per_run": int(by_cap)}
+            return Gauges(pending, oldest, unknown, active, runs_from_rows(rows), dropped)
 
         return await self._aside(read)
+
+    async def dropped_refusals(self, tenant: str, run_id: str) -> DroppedRefusals:
+        def read(conn: Conn) -> DroppedRefusals:
+            rows = conn.execute(
+                "SELECT epoch, by_rate, by_cap FROM refusals_dropped WHERE run_id = ? AND tenant = ? "
+                "ORDER BY epoch DESC",
+                (run_id, tenant),
+            ).fetchall()  # one row per lease token that had any dropped: few
+            return DroppedRefusals(
+                sum(r["by_rate"] for r in rows),
+                sum(r["by_cap"] for r in rows),
+                [(r["epoch"], r["by_rate"], r["by_cap"]) for r in rows[:BY_EPOCH_SHOWN]],
+            )
+
+        return await self._db.read(read)
 
     async def health(self) -> HealthReport:
         await self._db.read(lambda conn: conn.execute("SELECT 1").fetchone())

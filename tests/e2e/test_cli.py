@@ -350,3 +350,19 @@ async def test_failures_exit_non_zero_with_the_error_code_on_stderr(served: Serv
     assert no_key.returncode == 1 and "[unauthenticated]" in no_key.stderr
     usage = await served.warrant("op", "runs", "cancel")
     assert usage.returncode == 2
+
+
+async def test_approvals_show_marks_a_look_alike_address_above_the_payload(served: Served) -> None:
+    run_id = await served.new_run()
+    acquired = await served.warrant("op", "leases", "acquire", run_id, "--worker", "agent-1")
+    assert acquired.returncode == 0, acquired.stderr
+    with anyio.fail_after(WAIT):
+        async with served.agent(acquired.stdout.strip()) as agent:
+            note = await agent.call_tool("notes__append", {"title": "t", "body": "b"})
+            asked = await agent.call_tool(
+                "notes__send", {"note_id": structured(note)["id"], "to": "ceo@\u0430cme.example"}
+            )
+    assert code_of(asked) == "approval_required"  # a Cyrillic `а`: not the acme.example the rule allows
+    shown = await served.ok("appr", "approvals", "show", structured(asked)["error"]["approval_id"])
+    assert "LOOK CLOSELY" in shown and "to  letters from more than one script" in shown and "U+0430" in shown
+    assert shown.index("LOOK CLOSELY") < shown.index('"to": "ceo@')  # above the payload

@@ -41,6 +41,34 @@ async def test_twenty_512_kib_refused_calls_grow_the_store_by_well_under_a_megab
     rejected = [a for a in actions if a["status"] == "rejected"]
     assert len(rejected) == 20  # each refusal is still in the audit, with its code and hash
     assert all(len(a["tool"]) <= 120 and a["code"] and a["payload_sha256"] for a in rejected)
+    async with api.client("aud") as c:
+        events = (await c.get(f"/api/runs/{run_id}/events", params={"limit": "100"})).json()["items"]
+    sizes = [e["data"].get("payload_bytes") for e in events if e["type"] == "action_rejected"]
+    assert sizes == [2] * 10 + [len(f'{{"to":"{i}{"y" * (512 * KiB)}"}}') for i in range(10)]  # size beside hash
+
+
+async def test_twenty_512_kib_refused_calls_past_max_per_run_grow_the_store_little_and_the_dropped_are_counted(
+    tmp_path: Path,
+) -> None:
+    async with serving_api(tmp_path, "limits:\n  refusals: {rate: null, max_per_run: 15}\n") as api:
+        run_id, token = await start(api, authority={"allow": ["shop__find"]})
+        async with mcp_client(api, token, "auto") as c:
+            await c.call_tool("shop__find", {"q": "warm"})
+            before = _store_bytes(tmp_path)
+            for i in range(20):
+                result = await c.call_tool("shop__order", {"to": f"{i}" + "y" * (512 * KiB)})  # forbidden
+                assert result.is_error is True
+        grown = _store_bytes(tmp_path) - before
+        async with api.client("aud") as c:
+            run = (await c.get(f"/api/runs/{run_id}")).json()
+            actions = (await c.get(f"/api/runs/{run_id}/actions", params={"limit": "100"})).json()
+            metrics = (await c.get("/metrics")).text
+    assert grown < 256 * KiB, grown
+    assert len([a for a in actions["items"] if a["status"] == "rejected"]) == 15
+    expected = {"rate": 0, "max_per_run": 5, "by_epoch": [{"epoch": 1, "rate": 0, "max_per_run": 5}]}
+    assert run["refusals_dropped"] == expected  # the five not recorded are counted, not lost
+    assert actions["refusals_dropped"] == expected
+    assert 'warrant_refusals_dropped{limit="max_per_run"} 5.0' in metrics
 
 
 async def test_a_dead_tokens_refusals_are_rate_limited_and_recorded_again_after_the_window(tmp_path: Path) -> None:
@@ -68,6 +96,9 @@ async def _rate_limited_then_recorded_again(api: Api) -> None:
     async with api.client("aud") as c:
         actions = (await c.get(f"/api/runs/{run_id}/actions", params={"limit": "200"})).json()["items"]
     assert len([a for a in actions if a["status"] == "rejected"]) == 61
+    async with api.client("aud") as c:
+        dropped = (await c.get(f"/api/runs/{run_id}")).json()["refusals_dropped"]
+    assert (dropped["rate"], dropped["max_per_run"]) == (10, 0)  # the ten rate_limited, counted
 
 
 async def test_a_run_keeps_at_most_max_per_run_refusals(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 from gateway.domain.lifecycle import RunStatus
 from gateway.domain.units import MAX_MONEY, parse_money
 from gateway.errors import DamagedRecord, InvalidRequest, Refusal
+from gateway.store.records import Damaged
 from gateway.store.sqlite_db import _statements
 from tests.harness import OPS, TENANT, World
 
@@ -95,6 +96,21 @@ async def test_the_schema_refuses_a_money_value_that_is_not_an_integer_within_it
         with pytest.raises(Exception, match=r"money|runs_money_bounded"):
             world.backend._execute((statement, (value, run.run_id)))
     assert (await world.run(run.run_id)).spent["spend"] == 0
+
+
+async def test_the_run_list_names_a_damaged_row_it_passes_over(world: World) -> None:
+    first = await world.new_run()
+    damaged = await world.new_run()
+    last = await world.new_run()
+    damage(world, damaged.run_id, 9.3e18 if world.backend.name == "sqlite" else MAX_MONEY + 1)
+    page = await world.store.list_runs(TENANT)
+    assert [r.run_id for r in page.items] == [first.run_id, last.run_id]
+    assert page.damaged == [Damaged(damaged.run_id, "record_damaged")]  # told, not silently skipped
+    one = await world.store.list_runs(TENANT, limit=2)
+    assert ([r.run_id for r in one.items], one.damaged) == ([first.run_id], [Damaged(damaged.run_id)])
+    assert one.next_cursor is not None
+    two = await world.store.list_runs(TENANT, cursor=one.next_cursor, limit=2)
+    assert ([r.run_id for r in two.items], two.damaged) == ([last.run_id], [])  # each page names its own
 
 
 async def test_one_damaged_run_row_stops_neither_the_list_nor_the_sweep_nor_the_watch(world: World) -> None:

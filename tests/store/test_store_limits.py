@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.canonical import canonical_json, sha256_hex
 from gateway.domain.lifecycle import ActionStatus
 from gateway.domain.limits import Rate, RateLimits
 from gateway.gate import Gate
 from gateway.limits import LimitSettings
-from tests.harness import World, code_of
+from tests.harness import TENANT, World, code_of
 
 pytestmark = pytest.mark.anyio
 
@@ -186,3 +187,48 @@ async def test_a_tokens_refusals_past_its_rate_are_answered_rate_limited_and_not
     await world.store.record_rejection(
         run.run_id, tool="t__x", payload_sha256="0" * 64, refusal=denied, epoch=1, worker="worker-1"
     )
+
+
+async def test_refusals_the_limits_drop_are_counted_per_lease_token_and_limit_in_one_row_each(world: World) -> None:
+    from gateway.domain.refusals import RefusalLimits
+    from gateway.errors import Refusal
+
+    world.store.refusal_limits = RefusalLimits(rate=Rate(3, 60.0), max_per_run=5)
+    run = await world.new_run()
+    other = await world.new_run()
+    denied = Refusal("forbidden", "no")
+
+    async def refuse(epoch: int, times: int) -> list[str]:
+        codes = []
+        for _ in range(times):
+            try:
+                await world.store.record_rejection(
+                    run.run_id, tool="t__x", payload_sha256="0" * 64, refusal=denied, epoch=epoch, worker="w"
+                )
+                codes.append("recorded")
+            except Refusal as refusal:
+                codes.append(refusal.code if refusal.details.get("recorded", True) else "not_recorded")
+        return codes
+
+    assert await refuse(1, 40) == ["recorded"] * 3 + ["rate_limited"] * 37
+    assert await refuse(2, 4) == ["recorded"] * 2 + ["not_recorded"] * 2  # the run keeps 5 in all
+    dropped = await world.store.dropped_refusals(TENANT, run.run_id)
+    assert (dropped.rate, dropped.max_per_run) == (37, 2)
+    assert dropped.by_epoch == [(2, 0, 2), (1, 37, 0)]  # per token, newest first: one row each, however many
+    assert await world.store.dropped_refusals(TENANT, other.run_id) == type(dropped)(0, 0, [])
+    assert await world.store.dropped_refusals("other-tenant", run.run_id) == type(dropped)(0, 0, [])
+    gauges = await world.store.gauges(TENANT, limit=10)
+    assert gauges.refusals_dropped == {"rate": 37, "max_per_run": 2}
+    actions = await world.store.list_actions(TENANT, run.run_id, limit=100)
+    assert len([a for a in actions.items if a.status is ActionStatus.REJECTED]) == 5  # nothing else written
+
+
+async def test_a_refusal_of_a_large_payload_records_its_size_beside_its_hash(world: World) -> None:
+    run = await world.new_run()
+    big = {"text": "y" * 200_000}
+    result = await world.call(run.token, "t__denied", big)
+    assert code_of(result) == "forbidden"
+    events = await world.store.list_events(TENANT, run.run_id, limit=100)
+    rejected = [e for e in events if e.type == "action_rejected"]
+    assert [e.data["payload_bytes"] for e in rejected] == [len(canonical_json(big))]
+    assert rejected[0].data["payload_sha256"] == sha256_hex(canonical_json(big))

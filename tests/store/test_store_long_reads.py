@@ -176,6 +176,7 @@ async def test_a_read_call_completes_while_an_export_is_still_reading(
     with held(monkeypatch, sqlite_stats, "action_from_row") as hold:
         snapshot = await call_while_held(world, hold, world.store.export_snapshot(TENANT, run.run_id), run.token)
     assert [a.tool for a in snapshot.actions][:1] == ["t__write"]
+    snapshot.actions.close()
 
 
 async def test_an_audit_query_that_walks_the_table_does_not_hold_up_a_call(

@@ -1,4 +1,4 @@
--- Warrant store, version 16: leases the gateway holds for a worker key (issue 20, docs/decisions.md,
+-- Warrant store, version 15: leases the gateway holds for a worker key (issue 20, docs/decisions.md,
 -- "Held leases live in the store").
 --
 -- A worker key that connects to /mcp/runs/{run_id} (or asks POST /api/runs/{id}/lease with
