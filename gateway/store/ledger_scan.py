@@ -103,8 +103,40 @@ def present_bodies(conn: Any, sha256s: Iterable[str]) -> set[str]:
 
 def run_facts(conn: Any, run_id: str) -> dict[str, Any]:
     """The run row's columns the replay checks (replay.py `check_run`)."""
-    columns = ("status", "spec_version", "currency", "spend_spent", "tool_calls_spent", "writes_spent", "epoch")
+    columns = (
+        *("status", "spec_version", "currency", "epoch"),
+        *(f"{dim}_{part}" for dim in ("spend", "tool_calls", "writes") for part in ("spent", "reserved")),
+    )
     row = conn.execute(
         f"SELECT {', '.join(columns)}, lease_revoked_at FROM runs WHERE run_id = ?", (run_id,)
     ).fetchone()
     return {c: row[c] for c in (*columns, "lease_revoked_at")} if row is not None else {}
+
+
+def held_rows(conn: Any, run_id: str) -> dict[str, dict[str, int]]:
+    """`{action id: its reservation}` of one run's admitted and unknown actions (replay.py `check_run`)."""
+    held: dict[str, dict[str, int]] = {}
+    after = 0
+    while True:
+        rows = conn.execute(
+            "SELECT seq, action_id, reserved_spend, reserved_calls, reserved_writes FROM actions "
+            "WHERE run_id = ? AND status IN ('admitted', 'unknown') AND seq > ? ORDER BY seq LIMIT ?",
+            (run_id, after, ENTRIES_PER_PAGE),
+        ).fetchall()
+        for r in rows:
+            held[r["action_id"]] = {
+                "spend": r["reserved_spend"],
+                "tool_calls": r["reserved_calls"],
+                "writes": r["reserved_writes"],
+            }
+        if len(rows) < ENTRIES_PER_PAGE:
+            return held
+        after = rows[-1]["seq"]
+
+
+def purge_marks(conn: Any, run_id: str) -> list[str]:
+    """The action ids of one run whose rows are marked purged (`bodies_purged_at`)."""
+    rows = conn.execute(
+        "SELECT action_id FROM actions WHERE run_id = ? AND bodies_purged_at IS NOT NULL", (run_id,)
+    ).fetchall()
+    return [r[0] for r in rows]
