@@ -12,9 +12,8 @@ from gateway.errors import InvalidRequest
 from gateway.store.anchor import check_anchor, make_anchor
 from gateway.store.chain import BadEntry, VerifyReport, verify_run
 from gateway.store.ledger_scan import (
-    held_rows,
+    action_rows,
     present_bodies,
-    purge_marks,
     run_count,
     run_entries,
     run_facts,
@@ -90,14 +89,11 @@ class RecordOps(SQLiteBase):
                 count, bad = verify_run(run_id, replayed(run_entries(conn, run_id), state), head, self._key)
                 total += count
                 if bad is None:  # the chain holds: do the rows the gate decides from agree with it?
-                    actions, approvals = run_statuses(conn, "actions", run_id), run_statuses(conn, "approvals", run_id)
-                    bad = check_rows(run_id, state, actions, approvals)
-                if bad is None:
-                    bad = check_run(run_id, state, run_facts(conn, run_id), held_rows(conn, run_id))
-                if bad is None:
-                    bad = check_bodies(run_id, state, present_bodies(conn, state.bodies))
-                if bad is None:
-                    bad = check_purge_marks(run_id, state, purge_marks(conn, run_id))
+                    actions = action_rows(conn, run_id)
+                    bad = check_rows(run_id, state, actions.statuses, run_statuses(conn, "approvals", run_id))
+                    bad = bad or check_run(run_id, state, run_facts(conn, run_id), actions.held)
+                    bad = bad or check_bodies(run_id, state, present_bodies(conn, state.bodies))
+                    bad = bad or check_purge_marks(run_id, state, actions.marked)
                 if bad is not None:
                     return VerifyReport(ok=False, runs=runs, entries=total, first_bad=bad)
             return VerifyReport(ok=True, runs=runs, entries=total, first_bad=None)
