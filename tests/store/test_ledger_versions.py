@@ -3,8 +3,9 @@ version-1 entry and bundle still verifies.
 
 Version 2 states an action's `reason` and times, a read's reservation, and a purge for every run it
 touches; a body listed as purged (bundle) or an action row marked purged (store) needs its purge
-entry. `ledger_v1/store.sql` is a store written by the gateway before version 2 (its make_fixture.py
-says how); it must verify, export verifiable bundles, and go on with version-2 entries appended.
+entry. `ledger_v1/` holds a store written by the gateway before version 2, on SQLite and on PostgreSQL (its
+make_fixture.py says how); each must verify, export verifiable bundles, and go on with version-2
+entries appended.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from gateway.api.export import bundle_lines
@@ -21,11 +23,13 @@ from gateway.clock import ManualClock
 from gateway.domain.retention import PurgeScope
 from gateway.ledger_bundle import BundleReport, verify_bundle
 from gateway.store.chain import ENTRY_VERSION
-from tests.harness import LEDGER_KEY, OPS, TENANT, SQLiteBackend, World, code_of, open_world
+from tests.harness import LEDGER_KEY, OPS, TENANT, Backend, SQLiteBackend, World, code_of, open_world
+from tests.harness_postgres import PostgresBackend
 
 pytestmark = pytest.mark.anyio
 
 V1_STORE = Path(__file__).parent / "ledger_v1" / "store.sql"
+V1_POSTGRES = Path(__file__).parent / "ledger_v1" / "store_postgres.sql"
 
 
 async def bundle_of(world: World, run_id: str) -> list[str]:
@@ -52,13 +56,28 @@ async def purge(world: World, **scope: Any) -> None:
 
 
 # -- version 1: a store written before version 2 ------------------------------------------------
-@pytest.fixture
-async def v1_world(tmp_path: Path) -> Any:
-    path = tmp_path / "warrant.db"
-    conn = sqlite3.connect(path)
-    conn.executescript(V1_STORE.read_text(encoding="utf-8"))
-    conn.close()
-    world = await open_world(SQLiteBackend(path), ManualClock(1_800_000_000.0 + 3600))
+@pytest.fixture(params=["sqlite", "postgres"])
+async def v1_world(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """The version-1 store, loaded: a SQLite file from its dump, or its rows into an emptied
+    PostgreSQL database the current code migrated (the migrations since version 1 add no rows)."""
+    clock = ManualClock(1_800_000_000.0 + 3600)
+    backend: Backend
+    if request.param == "sqlite":
+        path = tmp_path / "warrant.db"
+        conn = sqlite3.connect(path)
+        conn.executescript(V1_STORE.read_text(encoding="utf-8"))
+        conn.close()
+        backend = SQLiteBackend(path)
+    else:
+        postgres: PostgresBackend = request.getfixturevalue("postgres_session")
+        store = postgres.store(clock)
+        await store.open()  # migrated, whatever ran before
+        await store.close()
+        postgres.clear()
+        with psycopg.connect(postgres.url, autocommit=True) as conn:
+            conn.execute(V1_POSTGRES.read_text(encoding="utf-8").encode())
+        backend = postgres
+    world = await open_world(backend, clock)
     try:
         yield world
     finally:

@@ -1,4 +1,6 @@
-"""Writes `store.sql`: a SQLite store as the gateway wrote it before ledger entry version 2.
+"""Writes `store.sql` and `store_postgres.sql`: a store as the gateway wrote it before ledger entry
+version 2, on SQLite (a whole dump) and on PostgreSQL (its rows only, `pg_dump --data-only`, to
+load into a database migrated by the current code: the migrations since add nothing to rows).
 
 Run once, with the code of the last commit whose `gateway.store.chain.ENTRY_VERSION` was 1
 (commit 68fa62f), never with newer code:
@@ -8,21 +10,25 @@ Run once, with the code of the last commit whose `gateway.store.chain.ENTRY_VERS
 The store holds what a ledger of that time could hold: writes, reads, a paid write, an approval
 approved and used, one denied, a refusal, an unknown write reconciled later, usage, a takeover, a
 purge of one run's bodies, a child that ended, a cancel and a successor. Its ledger key is the
-tests' (`tests.harness.LEDGER_KEY`); tests/store/test_ledger_versions.py loads it.
+tests' (`tests.harness.LEDGER_KEY`); tests/store/test_ledger_versions.py loads them. The
+PostgreSQL one needs the test server (WARRANT_TEST_POSTGRES) and `pg_dump` on the PATH.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import subprocess
 import tempfile
 from pathlib import Path
 
+from gateway.clock import ManualClock
 from gateway.domain.contract import parse_contract
 from gateway.domain.retention import PurgeScope
 from gateway.store.chain import ENTRY_VERSION
 from gateway.store.records import SettleKind, Settlement
-from tests.harness import OPS, TENANT, SQLiteBackend, open_world
+from tests.harness import OPS, TENANT, Backend, SQLiteBackend, open_world
+from tests.harness_postgres import PostgresBackend, fresh_database
 
 HERE = Path(__file__).parent
 CHILD = {
@@ -35,10 +41,8 @@ CHILD = {
 }
 
 
-async def build(path: Path) -> None:
-    from gateway.clock import ManualClock
-
-    world = await open_world(SQLiteBackend(path), ManualClock())
+async def build(backend: Backend) -> None:
+    world = await open_world(backend, ManualClock())
     try:
         run = await world.new_run()
         await world.call(run.token, "t__write", {"text": "first"})
@@ -77,7 +81,7 @@ def main() -> None:
     assert ENTRY_VERSION == 1, "run this with the code that wrote version-1 entries (see the docstring)"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "warrant.db"
-        asyncio.run(build(path))
+        asyncio.run(build(SQLiteBackend(path)))
         conn = sqlite3.connect(path)
         try:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -85,6 +89,17 @@ def main() -> None:
         finally:
             conn.close()
     (HERE / "store.sql").write_text(dump, encoding="utf-8")
+    with fresh_database() as url:
+        asyncio.run(build(PostgresBackend(url)))
+        rows = subprocess.run(
+            ["pg_dump", "--data-only", "--column-inserts", "--no-owner", "--exclude-table-data=schema_migrations", url],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    # psql's meta-commands (`\restrict`) are not SQL: the test runs the file through psycopg.
+    rows = "".join(line for line in rows.splitlines(keepends=True) if not line.startswith("\\"))
+    (HERE / "store_postgres.sql").write_text(rows, encoding="utf-8")
 
 
 if __name__ == "__main__":
