@@ -291,10 +291,10 @@ class SQLiteBase:
             action = action_from_row(
                 conn.execute("SELECT * FROM actions WHERE action_id = ?", (row["action_id"],)).fetchone()
             )
-            intent: dict[str, Any] = {}
+            data: dict[str, Any] = {"process_id": row["process_id"]}
             if action.effect != "write":  # a read's one entry (v2): what was asked, as when it settles
                 (currency,) = conn.execute("SELECT currency FROM runs WHERE run_id = ?", (action.run_id,)).fetchone()
-                intent = read_intent(action, currency)
+                data = read_intent(action, currency)
             self._event(
                 conn,
                 row["run_id"],
@@ -304,9 +304,8 @@ class SQLiteBase:
                 status="unknown",
                 code="outcome_unknown",
                 previous="admitted",
-                process_id=row["process_id"],
                 reason=reason,
-                **intent,
+                **data,
             )
         return [row["action_id"] for row in rows]
 

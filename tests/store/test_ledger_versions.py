@@ -217,3 +217,26 @@ async def test_an_unknown_outcome_states_its_reason_and_time(world: World) -> No
     assert (await bundle_report(world, run.run_id)).ok
     world.backend.set_row("actions", "action_id", action.action_id, reason="it never happened")
     assert first_bad(await bundle_report(world, run.run_id)) == ("action_mismatch", "reason")
+
+
+async def test_a_read_in_flight_at_a_restore_states_its_intent_and_reservation(world: World) -> None:
+    # A read has no entry until it settles: marked unknown by a restore, its one entry says what
+    # was asked and what it holds, so its reservation is the chain's, not only its row's.
+    run = await world.new_run()
+    world.tools.modes["read"] = "block"
+    flying = world.spawn(world.call(run.token, "t__read", {"q": "in flight"}))
+    await world.tools.wait_for_effects(1)
+    await world.store.mark_restored(by="ops")
+    (action,) = [a for a in await world.actions(run.run_id) if a.tool == "t__read"]
+    assert str(action.status) == "unknown"
+    (entry,) = [e for e in await world.events(run.run_id) if e.data.get("action_id") == action.action_id]
+    assert (entry.data["tool"], entry.data["reserved"]["tool_calls"], entry.data["reason"]) == (
+        "t__read",
+        1,
+        action.reason,
+    )
+    report = await world.store.verify_ledger()
+    assert (report.ok, report.first_bad) == (True, None)
+    assert (await bundle_report(world, run.run_id)).ok
+    world.tools.release.set()
+    await world.settled(flying)
