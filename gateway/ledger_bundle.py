@@ -18,6 +18,12 @@ head's MAC (`gateway.store.chain.verify_run`, the store's own verification); the
 against the entries that describe the run; every action row against the entries that describe
 that action; every blob's sha256. A purged body is listed as purged: the chain still verifies.
 Only the head's MAC needs the key; whoever edits entries and recomputes the chain cannot forge it.
+
+Entries of version 2 (`gateway.store.chain.ENTRY_VERSION`) state more, and are held to it: an
+action's `reason`, `created_at` and `settled_at` are what its entries say (the times are the
+entries' own `at`; a read's one entry names when it was admitted), and a body a version-2 entry
+names (not a read's payload, which is stored best-effort) may be listed as purged only when a
+`bodies_purged` entry after it names that body. Version-1 entries are checked as they always were.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from gateway.canonical import sha256_hex
 from gateway.clock import isoformat
 from gateway.domain.operations import idempotency_key
 from gateway.domain.units import format_money
-from gateway.store.chain import EntryRow, Head, verify_run
+from gateway.store.chain import EntryRow, Head, entry_version, verify_run
 from gateway.store.records import ActionRecord, RunRecord
 
 FORMAT = "warrant-evidence"
@@ -249,8 +255,13 @@ class _Ledger:
         self.contract_sha256: str | None = None
         self.actions: dict[str, dict[str, Any]] = {}  # action id -> the row's fields as the entries state them
         self.refs: dict[str, None] = {}  # referenced bodies, in order
+        # Bodies a version-2 entry needs stored -> that entry's seq, and the last purge entry naming each.
+        self.kept: dict[str, int] = {}
+        self.purged: dict[str, int] = {}
 
-    def observe(self, type_: str, data: Mapping[str, Any]) -> None:
+    def observe(
+        self, type_: str, data: Mapping[str, Any], seq: int = 0, version: int = 1, at: str | None = None
+    ) -> None:
         if self.first_type is None:
             self.first_type = type_
             if type_ == "run_created":
@@ -260,22 +271,44 @@ class _Ledger:
             self.contract_sha256 = data["contract_sha256"]
         for ref in blob_refs(type_, data):
             self.refs.setdefault(ref, None)
+        if version >= 2:
+            for ref in kept_refs(type_, data):
+                self.kept[ref] = seq
+        if type_ == "bodies_purged":
+            self.purged.update((b, seq) for b in data.get("bodies") or () if isinstance(b, str))
         action_id = data.get("action_id")
         if not isinstance(action_id, str):
             return
+        if type_ not in ("action_admitted", "action_rejected", "action_settled"):
+            return
+        stated = self.actions.setdefault(action_id, {})
         if type_ == "action_admitted":
-            stated = self.actions.setdefault(action_id, {})
             stated.update({f: data.get(f) for f in _ADMITTED_FIELDS})
             stated.update(status="admitted", code=None, receipt=None, result_sha256=None)
+            if version >= 2:  # the row's reason and times, as the entry's own `at` gives them
+                stated.update(reason=None, created_at=at, settled_at=None)
         elif type_ == "action_rejected":
-            stated = self.actions.setdefault(action_id, {})
             stated.update({f: data.get(f) for f in _REJECTED_FIELDS})
             stated.update(status="rejected", receipt=None, result_sha256=None)
-        elif type_ == "action_settled":
-            stated = self.actions.setdefault(action_id, {})
+            if version >= 2:
+                stated.update(reason=data.get("reason"), created_at=at, settled_at=at)
+        else:
             stated.update({f: data.get(f) for f in _SETTLED_FIELDS if f in data})
             stated.setdefault("receipt", None)
             stated.setdefault("result_sha256", None)
+            if version >= 2:
+                stated.update(reason=data.get("reason"), settled_at=at)
+                if "admitted_at" in data:  # a read's one entry
+                    stated["created_at"] = data["admitted_at"]
+
+
+def kept_refs(type_: str, data: Mapping[str, Any]) -> list[str]:
+    """The bodies a version-2 entry needs stored until a later purge entry names them: `blob_refs`
+    but a read's payload (stored best-effort: a replica may take it for stored when it was purged)."""
+    refs = blob_refs(type_, data)
+    if type_ == "action_settled" and data.get("effect") != "write" and isinstance(data.get("payload_sha256"), str):
+        refs = [r for r in refs if r != data["payload_sha256"] or r == data.get("result_sha256")]
+    return refs
 
 
 def verify_bundle(lines: Iterable[str | bytes], key: bytes) -> BundleReport:
@@ -324,8 +357,9 @@ def _verify(lines: _Lines, key: bytes, tally: _Tally) -> None:
                 body = json.loads(row.body)
                 data = body.get("data") if isinstance(body, dict) else None
             except ValueError:
-                data = None
-            ledger.observe(row.type, data if isinstance(data, dict) else {})
+                body, data = None, None
+            version, at = (entry_version(body), body.get("at")) if isinstance(data, dict) else (1, None)
+            ledger.observe(row.type, data if isinstance(data, dict) else {}, row.seq, version, at)
             tally.events += 1
             yield row
 
@@ -434,10 +468,14 @@ def _as_entries_state(row: dict[str, Any], currency: str) -> dict[str, Any]:
     def money(minor: Any) -> Any:
         return format_money(minor, currency) if isinstance(minor, int) and not isinstance(minor, bool) else minor
 
+    def when(at: Any) -> Any:
+        return isoformat(at) if isinstance(at, int | float) and not isinstance(at, bool) else at
+
     reserved = row.get("reserved")
     if isinstance(reserved, dict):
         reserved = {dim: money(v) if dim == "spend" else v for dim, v in reserved.items()}
-    return {**row, "actual_spend": money(row.get("actual_spend")), "reserved": reserved}
+    times = {"created_at": when(row.get("created_at")), "settled_at": when(row.get("settled_at"))}
+    return {**row, "actual_spend": money(row.get("actual_spend")), "reserved": reserved, **times}
 
 
 def _check_blobs(lines: _Lines, ledger: _Ledger, tally: _Tally) -> None:
@@ -447,6 +485,10 @@ def _check_blobs(lines: _Lines, ledger: _Ledger, tally: _Tally) -> None:
         if where["ref"] not in ledger.refs:
             raise _Bad(BadItem("blob_unreferenced", problem="no entry of the chain names this body", **where))
         if obj.get("purged") is True and "body" not in obj:
+            needed = ledger.kept.get(where["ref"])
+            if needed is not None and ledger.purged.get(where["ref"], -1) < needed:
+                problem = "the body is listed as purged and no purge entry after the entry naming it names it"
+                raise _Bad(BadItem("blob_purge_unrecorded", problem=problem, **where))
             tally.purged += 1
             continue
         body = obj.get("body")

@@ -22,12 +22,21 @@ from gateway.clock import isoformat
 GENESIS = "0" * 64
 _HEX = re.compile(r"[0-9a-f]{64}")
 _STRING = json.JSONEncoder(ensure_ascii=False)  # a str's RFC 8785 form (as canonical_json writes it)
-ENTRY_VERSION = 1
+# The version new entries are written with. 2: an action's entries also state its `reason` and
+# times, a read's one entry its reservation, and every purge is chained for each run it touches
+# (docs/decisions.md, "Ledger entry versions"). Version-1 entries verify as they always did.
+ENTRY_VERSION = 2
 
 
 def entry_body(run_id: str, seq: int, type_: str, at: float, data: dict[str, Any]) -> str:
     entry = {"v": ENTRY_VERSION, "run_id": run_id, "seq": seq, "type": type_, "at": isoformat(at), "data": data}
     return canonical_json(entry).decode("utf-8")
+
+
+def entry_version(body: Any) -> int:
+    """The version a parsed entry body was written with (1 for anything that does not say 2 or more)."""
+    version = body.get("v") if isinstance(body, dict) else None
+    return version if type(version) is int and version >= 2 else 1
 
 
 def entry_hash(prev_hash: str, body: str) -> str:

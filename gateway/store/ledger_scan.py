@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.store.chain import EntryRow, Head
@@ -75,7 +76,7 @@ def run_entries(conn: Any, run_id: str) -> Iterator[EntryRow]:
 
 
 def run_statuses(conn: Any, table: str, run_id: str) -> dict[str, str]:
-    """`{id: status}` of one run's `actions` or `approvals` rows, for the replay check (replay.py)."""
+    """`{id: status}` of one run's `approvals` rows (or `actions`), for the replay check (replay.py)."""
     column = {"actions": "action_id", "approvals": "approval_id"}[table]
     statuses: dict[str, str] = {}
     after = 0
@@ -103,8 +104,46 @@ def present_bodies(conn: Any, sha256s: Iterable[str]) -> set[str]:
 
 def run_facts(conn: Any, run_id: str) -> dict[str, Any]:
     """The run row's columns the replay checks (replay.py `check_run`)."""
-    columns = ("status", "spec_version", "currency", "spend_spent", "tool_calls_spent", "writes_spent", "epoch")
+    columns = (
+        *("status", "spec_version", "currency", "epoch"),
+        *(f"{dim}_{part}" for dim in ("spend", "tool_calls", "writes") for part in ("spent", "reserved")),
+    )
     row = conn.execute(
         f"SELECT {', '.join(columns)}, lease_revoked_at FROM runs WHERE run_id = ?", (run_id,)
     ).fetchone()
     return {c: row[c] for c in (*columns, "lease_revoked_at")} if row is not None else {}
+
+
+@dataclass
+class ActionRows:
+    """What verify reads of one run's action rows, in one pass (replay.py `check_rows`, `check_run`,
+    `check_purge_marks`)."""
+
+    statuses: dict[str, str] = field(default_factory=dict)  # action id -> status
+    held: dict[str, dict[str, int]] = field(default_factory=dict)  # admitted and unknown -> reservation
+    marked: list[str] = field(default_factory=list)  # marked purged (`bodies_purged_at`)
+
+
+def action_rows(conn: Any, run_id: str) -> ActionRows:
+    """One run's action rows, a page at a time."""
+    found = ActionRows()
+    after = 0
+    while True:
+        rows = conn.execute(
+            "SELECT seq, action_id, status, reserved_spend, reserved_calls, reserved_writes, bodies_purged_at "
+            "FROM actions WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (run_id, after, ENTRIES_PER_PAGE),
+        ).fetchall()
+        for r in rows:
+            found.statuses[r["action_id"]] = r["status"]
+            if r["status"] in ("admitted", "unknown"):
+                found.held[r["action_id"]] = {
+                    "spend": r["reserved_spend"],
+                    "tool_calls": r["reserved_calls"],
+                    "writes": r["reserved_writes"],
+                }
+            if r["bodies_purged_at"] is not None:
+                found.marked.append(r["action_id"])
+        if len(rows) < ENTRIES_PER_PAGE:
+            return found
+        after = rows[-1]["seq"]

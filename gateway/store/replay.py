@@ -8,11 +8,15 @@ action or approval the chain names must still have its row. One row may stand un
 admitted read, whose one entry is written when it settles. Two edits behind the gateway's back
 change what the gate does, and both are caught here: a succeeded write marked `failed` (the
 identical write would be executed again) and a denied approval marked `approved` (the denied
-payload would be executed). And every admitted write's payload body is still stored, or a
-`bodies_purged` entry of the chain names it (retention's purge writes one).
+payload would be executed). Every body the chain needs stored (an admitted write's payload; from
+entry version 2 also results, approvals' payloads and contracts) is still stored, or a later
+`bodies_purged` entry of the chain names it; every action row marked purged is named by one
+(retention's purge writes one for every run it touches).
 
-The run row: its status and spec_version as chained, and its spent counters and epoch never
-below what the chain shows (they only grow), so a reset of spend or a wound-back epoch is named.
+The run row: its status and spec_version as chained; its spent counters and epoch exactly what
+the chain accounts for, so a reset of spend, a counter raised to starve the run, or an epoch moved
+either way is named; its reserved counters exactly what the chain holds in flight (admitted and
+unknown actions, children's carves; a read in flight is known by its row until it settles).
 Whole-run deletion and a rollback to an older MAC'd head need an anchor kept outside the
 database (anchor.py); docs/decisions.md, "The ledger and the state rows".
 """
@@ -25,12 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.domain.lifecycle import RunStatus
-from gateway.domain.units import MAX_MONEY, parse_money
-from gateway.store.chain import BadEntry, EntryRow
+from gateway.domain.units import headroom, parse_money
+from gateway.store.chain import BadEntry, EntryRow, entry_version
 
 _RUN_STATUSES = frozenset(f"run_{status.value}" for status in RunStatus)
 
 _APPROVAL_DECIDED = "approval_"
+_IN_FLIGHT = frozenset({"admitted", "unknown"})
 
 
 @dataclass
@@ -41,22 +46,35 @@ class ChainState:
 
     actions: dict[str, str] = field(default_factory=dict)
     approvals: dict[str, str] = field(default_factory=dict)
-    bodies: set[str] = field(default_factory=set)  # the payloads of admitted writes: stored before dispatch
-    purged: set[str] = field(default_factory=set)  # bodies a `bodies_purged` entry names
-    # Floors of the run row's counters: what the chain shows spent can only have grown since (spent
-    # never goes down: settles, usage and a child's return only add), so a counter reset is named.
+    # Bodies the chain needs stored -> the seq of the last version-2 entry naming one (0: named by
+    # version-1 entries only, which any purge entry excuses, as before). Version 1: admitted writes'
+    # payloads; version 2 also results, approvals' payloads and contracts (never a read's payload,
+    # whose body is stored best-effort: KnownBodies).
+    bodies: dict[str, int] = field(default_factory=dict)
+    purged: dict[str, int] = field(default_factory=dict)  # body -> seq of the last `bodies_purged` naming it
+    purged_actions: set[str] = field(default_factory=set)  # actions a `bodies_purged` entry names
+    v1_actions: set[str] = field(default_factory=set)  # actions a version-1 entry describes
+    # The run row's counters, replayed: spent only grows (settles, usage, a child's return), the
+    # reservation is what is in flight (admitted or unknown actions, children's carves).
     effects: dict[str, str] = field(default_factory=dict)  # action -> effect, from its admission
-    spend: list[str] = field(default_factory=list)  # money strings: succeeded actions' costs, usage reported
-    calls: int = 0  # succeeded actions
+    spend: list[tuple[str, ...]] = field(default_factory=list)  # money added to spent, one tuple per add
+    calls: int = 0  # charged calls: succeeded, or failed once sent
     writes: int = 0  # succeeded writes
-    epoch: int = 0  # the newest lease granted
+    held: dict[str, dict[str, Any] | None] = field(
+        default_factory=dict
+    )  # in flight -> its reservation (None: unchained)
+    carved: dict[str, dict[str, Any]] = field(default_factory=dict)  # live child -> its carve
+    epoch: int = 0  # the newest lease granted, one more once cancelled
+    cancelled: bool = False
     revoked: bool = False  # the newest lease's granting key was revoked since
 
     def feed(self, row: EntryRow) -> None:
         """Fold one entry (already verified as linked and unedited) into the state."""
-        data = json.loads(row.body).get("data") or {}
+        body = json.loads(row.body)
+        data = body.get("data") or {}
         if not isinstance(data, dict):
             return
+        v2 = entry_version(body) >= 2
         kind = row.type
         if kind == "run_created":
             self.run["status"] = RunStatus.RUNNING.value
@@ -64,6 +82,8 @@ class ChainState:
                 self.run["spec_version"] = data["spec_version"]
         elif kind in _RUN_STATUSES:  # every status move is chained as run_<status> (SQLiteBase._set_status)
             self.run["status"] = kind[len("run_") :]
+            if kind == "run_cancelled" and not self.cancelled:  # the cancel bumps the epoch (SQLiteStore._cancel)
+                self.cancelled, self.epoch = True, self.epoch + 1
         elif kind == "run_revised" and isinstance(data.get("to"), str):
             self.run["spec_version"] = data["to"]
         elif kind == "lease_granted" and type(data.get("epoch")) is int:
@@ -71,25 +91,34 @@ class ChainState:
         elif kind == "lease_revoked":
             self.revoked = True
         elif kind == "usage_reported" and isinstance(data.get("amount"), str):
-            self.spend.append(data["amount"])
+            self.spend.append((data["amount"],))
+        elif kind == "child_created" and isinstance(data.get("child_run_id"), str):
+            self.carved[data["child_run_id"]] = _dims(data.get("carved"))
+        elif kind == "child_ended" and isinstance(data.get("child_run_id"), str):
+            self.carved.pop(data["child_run_id"], None)
+            spent, held = _dims(data.get("spent")), _dims(data.get("reserved"))
+            self.spend.append((str(spent.get("spend", "0")), str(held.get("spend", "0"))))
+            self.calls += _count(spent, "tool_calls") + _count(held, "tool_calls")
+            self.writes += _count(spent, "writes") + _count(held, "writes")
+        if v2 and isinstance(data.get("contract_sha256"), str):
+            self.bodies[data["contract_sha256"]] = row.seq
         action_id = data.get("action_id")
         if kind == "bodies_purged":
-            self.purged.update(b for b in data.get("bodies") or () if isinstance(b, str))
+            self.purged.update((b, row.seq) for b in data.get("bodies") or () if isinstance(b, str))
+            self.purged_actions.update(a for a in data.get("actions") or () if isinstance(a, str))
+        if isinstance(action_id, str) and kind.startswith("action_") and not v2:
+            self.v1_actions.add(action_id)
         if kind == "action_admitted" and isinstance(action_id, str):
             self.actions[action_id] = "admitted"
             self.effects[action_id] = str(data.get("effect"))
+            self.held[action_id] = _dims(data.get("reserved"))
             if data.get("effect") == "write" and isinstance(data.get("payload_sha256"), str):
-                self.bodies.add(data["payload_sha256"])
+                self._needs(data["payload_sha256"], row.seq if v2 else 0)
             approval_id = data.get("approval_id")
             if isinstance(approval_id, str):
                 self.approvals[approval_id] = "used"
         elif kind == "action_settled" and isinstance(action_id, str) and isinstance(data.get("status"), str):
-            self.actions[action_id] = data["status"]
-            if data["status"] == "succeeded":
-                self.calls += 1
-                self.writes += int(self.effects.get(action_id, data.get("effect")) == "write")
-                if isinstance(data.get("actual_spend"), str):
-                    self.spend.append(data["actual_spend"])
+            self._settled(action_id, data, row.seq if v2 else None)
         elif kind == "action_rejected" and isinstance(action_id, str):
             self.actions[action_id] = "rejected"
         approval_id = data.get("approval_id")
@@ -97,10 +126,46 @@ class ChainState:
             return
         if kind == "approval_requested":
             self.approvals[approval_id] = "pending"
+            if v2 and isinstance(data.get("payload_sha256"), str):
+                self._needs(data["payload_sha256"], row.seq)
         elif kind == "approval_restored" and isinstance(data.get("status"), str):
             self.approvals[approval_id] = data["status"]
         else:
             self.approvals[approval_id] = kind[len(_APPROVAL_DECIDED) :]
+
+    def _needs(self, sha256: str, seq: int) -> None:
+        self.bodies[sha256] = max(seq, self.bodies.get(sha256, 0))
+
+    def _settled(self, action_id: str, data: Mapping[str, Any], v2_seq: int | None) -> None:
+        status = data["status"]
+        self.actions[action_id] = status
+        if isinstance(data.get("effect"), str):  # a read's one entry states its intent
+            self.effects.setdefault(action_id, data["effect"])
+            if "reserved" in data:
+                self.held.setdefault(action_id, _dims(data["reserved"]))
+        if v2_seq is not None and isinstance(data.get("result_sha256"), str):
+            self._needs(data["result_sha256"], v2_seq)
+        if status == "unknown":  # its reservation stays held until it is reconciled
+            self.held.setdefault(action_id, None)
+            return
+        held = self.held.pop(action_id, None)
+        if status == "succeeded" or (status == "failed" and data.get("sent") is not False):
+            # Every call holds one tool call (Reservation); a write also one write.
+            self.calls += _count(held, "tool_calls") if held is not None else 1
+            if status == "succeeded":
+                write = self.effects.get(action_id, data.get("effect")) == "write"
+                self.writes += _count(held, "writes") if held is not None else int(write)
+        if isinstance(data.get("actual_spend"), str):
+            self.spend.append((data["actual_spend"],))
+
+
+def _dims(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _count(dims: Mapping[str, Any] | None, dim: str) -> int:
+    value = (dims or {}).get(dim)
+    return value if type(value) is int else 0
 
 
 def check_rows(
@@ -123,10 +188,17 @@ def check_rows(
     return None
 
 
-def check_run(run_id: str, state: ChainState, row: Mapping[str, Any]) -> BadEntry | None:
+def check_run(
+    run_id: str, state: ChainState, row: Mapping[str, Any], held_rows: Mapping[str, Mapping[str, int]] | None = None
+) -> BadEntry | None:
     """The first column of the run row the chain contradicts, if any: `status` and `spec_version`
-    as chained; `spend_spent`, `tool_calls_spent`, `writes_spent` and `epoch` at least what the
-    chain shows (they only grow); `lease_revoked_at` set while the newest lease's key is revoked."""
+    as chained; `spend_spent`, `tool_calls_spent`, `writes_spent` and `epoch` exactly what the
+    chain accounts for (a counter reset, or one raised to starve the run, is named); the reserved
+    counters exactly what the chain holds in flight (admitted and unknown actions, live children's
+    carves), where `held_rows` (action id -> the row's reservation, of the run's admitted and
+    unknown actions) gives what the chain does not state: a read in flight, whose one entry is
+    written when it settles, or a version-1 read marked unknown; `lease_revoked_at` set while the
+    newest lease's key is revoked."""
     for column, chained in sorted(state.run.items()):
         if row.get(column) != chained:
             return BadEntry(
@@ -134,20 +206,43 @@ def check_run(run_id: str, state: ChainState, row: Mapping[str, Any]) -> BadEntr
             )
     if not row:
         return None
-    floors = {
-        "spend_spent": min(MAX_MONEY, sum(_money(m, row["currency"]) for m in state.spend)),
+    currency = row["currency"]
+    spent = 0
+    for add in state.spend:
+        spent += headroom(spent, sum(_money(m, currency) for m in add))
+    expected = {
+        "spend_spent": spent,
         "tool_calls_spent": state.calls,
         "writes_spent": state.writes,
         "epoch": state.epoch,
     }
-    for column, floor in floors.items():
-        if not isinstance(row.get(column), int) or row[column] < floor:
+    if held_rows is not None:
+        # Each reservation in minor units: the chain's are wire money, the rows' integers already.
+        held = [_minor(c, currency) for c in state.carved.values()]
+        for action_id, status in state.actions.items():
+            if status in _IN_FLIGHT:
+                wire = state.held.get(action_id)
+                held.append(_minor(wire, currency) if wire is not None else dict(held_rows.get(action_id, {})))
+        held += [dict(r) for a, r in held_rows.items() if a not in state.actions]  # reads in flight
+        for dim in ("spend", "tool_calls", "writes"):
+            expected[f"{dim}_reserved"] = sum(_count(h, dim) for h in held)
+    for column, value in expected.items():
+        if not isinstance(row.get(column), int) or row[column] != value:
             return BadEntry(
-                run_id, None, "run_row_edited", f"the run's {column} is {row.get(column)}, the chain shows {floor}"
+                run_id,
+                None,
+                "run_row_edited",
+                f"the run's {column} is {row.get(column)}, the chain accounts for {value}",
             )
     if state.revoked and row.get("lease_revoked_at") is None:
         return BadEntry(run_id, None, "run_row_edited", "the run's lease is not revoked, the chain says it was")
     return None
+
+
+def _minor(wire: Mapping[str, Any], currency: str) -> dict[str, int]:
+    """A reservation as chained (spend as a money string) in minor units."""
+    spend = wire.get("spend")
+    return {**wire, "spend": _money(spend, currency) if isinstance(spend, str) else 0}
 
 
 def _money(text: str, currency: str) -> int:
@@ -158,9 +253,23 @@ def _money(text: str, currency: str) -> int:
 
 
 def check_bodies(run_id: str, state: ChainState, present: Set[str]) -> BadEntry | None:
-    """The first write payload the chain names whose body is gone with no purge entry for it."""
-    for sha256 in sorted(state.bodies - state.purged - present):
-        return BadEntry(run_id, None, "body_missing", f"body {sha256} is gone and no purge entry names it")
+    """The first body the chain needs stored that is gone with no purge entry for it (for a body a
+    version-2 entry names, a purge entry after that entry: a body named again was stored again)."""
+    for sha256 in sorted(set(state.bodies) - present):
+        if state.purged.get(sha256, -1) < state.bodies[sha256]:
+            return BadEntry(run_id, None, "body_missing", f"body {sha256} is gone and no purge entry names it")
+    return None
+
+
+def check_purge_marks(run_id: str, state: ChainState, marked: Iterable[str]) -> BadEntry | None:
+    """The first action row marked purged (`bodies_purged_at`) that no `bodies_purged` entry of its
+    chain names. An action only version-1 entries describe is not held to it: before version 2 a
+    purge that deleted none of a run's bodies wrote that run no entry."""
+    for action_id in sorted(marked):
+        if action_id not in state.purged_actions and action_id not in state.v1_actions:
+            return BadEntry(
+                run_id, None, "purge_unrecorded", f"action {action_id} is marked purged and no purge entry names it"
+            )
     return None
 
 

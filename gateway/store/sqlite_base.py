@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from gateway.clock import Clock
+from gateway.clock import Clock, isoformat
 from gateway.domain import lifecycle
 from gateway.domain.admission import RunSnapshot
 from gateway.domain.contract import DIMENSIONS
@@ -288,9 +288,17 @@ class SQLiteBase:
         become `unknown` with `reason`, in the ledger too; their reservations stay held."""
         for row in rows:
             conn.execute(
-                "UPDATE actions SET status = 'unknown', code = 'outcome_unknown', reason = ? WHERE action_id = ?",
-                (reason, row["action_id"]),
+                "UPDATE actions SET status = 'unknown', code = 'outcome_unknown', reason = ?, settled_at = ? "
+                "WHERE action_id = ?",
+                (reason, now, row["action_id"]),
             )
+            action = action_from_row(
+                conn.execute("SELECT * FROM actions WHERE action_id = ?", (row["action_id"],)).fetchone()
+            )
+            data: dict[str, Any] = {"process_id": row["process_id"]}
+            if action.effect != "write":  # a read's one entry (v2): what was asked, as when it settles
+                (currency,) = conn.execute("SELECT currency FROM runs WHERE run_id = ?", (action.run_id,)).fetchone()
+                data = read_intent(action, currency)
             self._event(
                 conn,
                 row["run_id"],
@@ -300,8 +308,8 @@ class SQLiteBase:
                 status="unknown",
                 code="outcome_unknown",
                 previous="admitted",
-                process_id=row["process_id"],
                 reason=reason,
+                **data,
             )
         return [row["action_id"] for row in rows]
 
@@ -371,6 +379,7 @@ class SQLiteBase:
         self._refusal_allowed(conn, run, epoch, refusal, now)
         action_id = new_id("act")
         tool = recorded_tool(tool)  # bounded: a caller can make a refusal of any size (domain/refusals.py)
+        reason = recorded_reason(refusal.message)
         conn.execute(
             "INSERT INTO actions (action_id, run_id, tenant, lineage_id, tool, effect, payload_sha256, status, code, "
             "reason, epoch, worker, created_at, settled_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'rejected', ?, ?, ?, ?, ?, ?)",
@@ -383,7 +392,7 @@ class SQLiteBase:
                 effect,
                 payload_sha256,
                 refusal.code,
-                recorded_reason(refusal.message),
+                reason,
                 epoch,
                 worker,
                 now,
@@ -401,6 +410,7 @@ class SQLiteBase:
             code=refusal.code,
             epoch=epoch,
             worker=worker,
+            reason=reason,
             # The arguments' size beside their hash (never their body): what a refusal of a large
             # payload was, in the chained entry (gateway/domain/refusals.py).
             **({} if payload_bytes is None else {"payload_bytes": payload_bytes}),
@@ -450,6 +460,21 @@ def cursor_after(cursor: str | None) -> int:
         return decode_cursor(cursor)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequest("the cursor is not one this API handed out", code="invalid_cursor") from exc
+
+
+def read_intent(action: ActionRecord, currency: str) -> dict[str, Any]:
+    """What a read's one ledger entry states of its admission (it has no `action_admitted` entry):
+    what was asked, under which lease and process, what it held, and when it was admitted."""
+    return {
+        "tool": action.tool,
+        "effect": action.effect,
+        "payload_sha256": action.payload_sha256,
+        "epoch": action.epoch,
+        "worker": action.worker,
+        "process_id": action.process_id,
+        "reserved": wire_reservation(action.reserved, currency),
+        "admitted_at": isoformat(action.created_at),
+    }
 
 
 def wire_reservation(reserved: dict[str, int], currency: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from gateway.store.records import (
     Settlement,
     SettleResult,
 )
-from gateway.store.sqlite_base import Conn, wire_reservation
+from gateway.store.sqlite_base import Conn, read_intent, wire_reservation
 from gateway.store.sqlite_leases import LeaseOps
 from gateway.store.sqlite_limits import LimitOps
 from gateway.store.sqlite_rows import (
@@ -362,14 +362,7 @@ class GateOps(LeaseOps, LimitOps):
             intent: dict[str, Any] = {}
             if updated.effect != "write" and previous is ActionStatus.ADMITTED:
                 # A read's only ledger entry: what was asked, under which lease, and how it ended.
-                intent = {
-                    "tool": updated.tool,
-                    "effect": updated.effect,
-                    "payload_sha256": updated.payload_sha256,
-                    "epoch": updated.epoch,
-                    "worker": updated.worker,
-                    "process_id": updated.process_id,
-                }
+                intent = read_intent(updated, currency)
             overrun = (
                 settlement.kind is SettleKind.SUCCEEDED
                 and settlement.max_spend is not None
@@ -393,8 +386,9 @@ class GateOps(LeaseOps, LimitOps):
                     actual_spend=format_money(actual, currency) if actual is not None else None,
                     previous=previous.value,
                     **intent,
-                    # Why an outcome is unknown (a timeout, a hard cancel, the gateway shutting down).
-                    **({"reason": settlement.reason} if target is ActionStatus.UNKNOWN else {}),
+                    # The row's reason, whatever the outcome (why it is unknown: a timeout, a hard
+                    # cancel, the gateway shutting down; why it failed; how it was reconciled).
+                    reason=settlement.reason,
                 )
                 if settlement.kind is SettleKind.FAILED and not settlement.sent and updated.approval_id:
                     self._restore_approval(conn, updated.approval_id, run_id, now)

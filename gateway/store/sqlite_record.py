@@ -11,7 +11,15 @@ from gateway.canonical import canonical_json
 from gateway.errors import InvalidRequest
 from gateway.store.anchor import check_anchor, make_anchor
 from gateway.store.chain import BadEntry, VerifyReport, verify_run
-from gateway.store.ledger_scan import present_bodies, run_count, run_entries, run_facts, run_heads, run_statuses
+from gateway.store.ledger_scan import (
+    action_rows,
+    present_bodies,
+    run_count,
+    run_entries,
+    run_facts,
+    run_heads,
+    run_statuses,
+)
 from gateway.store.records import (
     ActionRecord,
     EventRecord,
@@ -19,7 +27,7 @@ from gateway.store.records import (
     ToolPin,
     ToolPins,
 )
-from gateway.store.replay import ChainState, check_bodies, check_rows, check_run, replayed
+from gateway.store.replay import ChainState, check_bodies, check_purge_marks, check_rows, check_run, replayed
 from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
 from gateway.store.sqlite_rows import (
     action_from_row,
@@ -81,12 +89,11 @@ class RecordOps(SQLiteBase):
                 count, bad = verify_run(run_id, replayed(run_entries(conn, run_id), state), head, self._key)
                 total += count
                 if bad is None:  # the chain holds: do the rows the gate decides from agree with it?
-                    actions, approvals = run_statuses(conn, "actions", run_id), run_statuses(conn, "approvals", run_id)
-                    bad = check_rows(run_id, state, actions, approvals)
-                if bad is None:
-                    bad = check_run(run_id, state, run_facts(conn, run_id))
-                if bad is None:
-                    bad = check_bodies(run_id, state, present_bodies(conn, state.bodies - state.purged))
+                    actions = action_rows(conn, run_id)
+                    bad = check_rows(run_id, state, actions.statuses, run_statuses(conn, "approvals", run_id))
+                    bad = bad or check_run(run_id, state, run_facts(conn, run_id), actions.held)
+                    bad = bad or check_bodies(run_id, state, present_bodies(conn, state.bodies))
+                    bad = bad or check_purge_marks(run_id, state, actions.marked)
                 if bad is not None:
                     return VerifyReport(ok=False, runs=runs, entries=total, first_bad=bad)
             return VerifyReport(ok=True, runs=runs, entries=total, first_bad=None)

@@ -4,9 +4,12 @@ A purge takes a batch of settled actions whose bodies were not purged yet, and d
 they name (payload and result) that nothing outside the batch still needs: another action not
 purged yet (in flight, `unknown`, or simply newer), a pending or approved approval, a checkpoint,
 a milestone's evidence. Bodies are content-addressed and shared, so such a body is kept for that
-record, and goes when the last one naming it is purged. The actions are marked, and each run
-whose bodies went gets a `bodies_purged` entry in its chain, in the same transaction. Rows,
-hashes and entries are never deleted: every chain verifies after a purge as before.
+record, and goes when the last one naming it is purged. The actions are marked, and in the same
+transaction each run the purge touches gets a `bodies_purged` entry naming its marked actions and
+the bodies its records name that went: every run of the batch, and every other run naming a body
+that went. So every purged mark and every missing body is matched by an entry of its own chain
+(verify and the evidence bundle check both require it, gateway/store/replay.py). Rows, hashes and
+entries are never deleted: every chain verifies after a purge as before.
 """
 
 from __future__ import annotations
@@ -81,18 +84,40 @@ class RetentionOps(SQLiteBase):
             ]
         for chunk in _chunks(chosen):
             conn.execute(f"UPDATE actions SET bodies_purged_at = ? WHERE action_id IN ({_marks(chunk)})", (now, *chunk))
-        by_run: dict[str, list[str]] = {}
-        for sha256 in sorted(gone):
-            for run_id in named[sha256]:
-                by_run.setdefault(run_id, []).append(sha256)
-        for run_id, bodies in sorted(by_run.items()):
-            actions = [row["action_id"] for row in rows if row["run_id"] == run_id]
+        # Every run the purge touches is told in its chain: each run of the batch (its actions are
+        # marked, whether or not a body went), and each run whose records name a body that went,
+        # also one purged earlier whose body was kept then for someone else (bodies are shared).
+        actions_of: dict[str, list[str]] = {}
+        for row in rows:
+            actions_of.setdefault(row["run_id"], []).append(row["action_id"])
+        bodies_of: dict[str, list[str]] = {}
+        for sha256, run_ids in sorted(self._naming_runs(conn, sorted(gone)).items()):
+            for run_id in run_ids:
+                bodies_of.setdefault(run_id, []).append(sha256)
+        touched = sorted(actions_of.keys() | bodies_of.keys())
+        for run_id in touched:
+            actions, bodies = actions_of.get(run_id, []), bodies_of.get(run_id, [])
             self._event(conn, run_id, "bodies_purged", now, by=by, reason=reason, actions=actions, bodies=bodies)
         report.actions = len(chosen)
         report.purged = len(gone)
         report.kept = len(kept)
-        report.runs = sorted(by_run)
+        report.runs = touched
         return report, gone
+
+    @staticmethod
+    def _naming_runs(conn: Conn, bodies: list[str]) -> dict[str, set[str]]:
+        """body -> every run whose action or approval rows name it (the runs whose chains do)."""
+        named: dict[str, set[str]] = {}
+        for chunk in _chunks(bodies):
+            marks = _marks(chunk)
+            for statement in (
+                f"SELECT payload_sha256, run_id FROM actions WHERE payload_sha256 IN ({marks})",
+                f"SELECT result_sha256, run_id FROM actions WHERE result_sha256 IN ({marks})",
+                f"SELECT payload_sha256, run_id FROM approvals WHERE payload_sha256 IN ({marks})",
+            ):
+                for sha256, run_id in conn.execute(statement, chunk).fetchall():
+                    named.setdefault(sha256, set()).add(run_id)
+        return named
 
     @staticmethod
     def _still_needed(conn: Conn, bodies: list[str], chosen: list[str]) -> set[str]:

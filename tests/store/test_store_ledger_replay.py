@@ -8,7 +8,19 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.domain.contract import parse_contract
+from gateway.domain.retention import PurgeScope
+from gateway.store.records import SettleKind, Settlement
 from tests.harness import OPS, TENANT, World
+
+CHILD = {
+    "goal": "a part",
+    "spec_version": "c1",
+    "owner": "ops@acme.example",
+    "expires_in": "1h",
+    "budgets": {"spend": "1.00", "tool_calls": 5, "writes": 2, "active_seconds": 3600},
+    "authority": {"allow": ["t__paid", "t__read"]},
+}
 
 pytestmark = pytest.mark.anyio
 
@@ -161,3 +173,98 @@ async def test_verify_catches_an_epoch_wound_back_to_revive_a_superseded_token(w
     await world.takeover(run)
     world.backend.set_row("runs", "run_id", run.run_id, epoch=1)
     assert _bad(await world.store.verify_ledger()) == (run.run_id, "run_row_edited")
+
+
+# -- the run row's counters: exactly what the chain accounts for --------------------------------
+def _counters(world: World, run_id: str) -> dict[str, int]:
+    columns = ("spend_spent", "tool_calls_spent", "writes_spent", "epoch")
+    columns += ("spend_reserved", "tool_calls_reserved", "writes_reserved")
+    row = world.backend._execute((f"SELECT {', '.join(columns)} FROM runs WHERE run_id = ?", (run_id,)))[0]
+    return {c: row[c] for c in columns}
+
+
+async def _ok(world: World) -> None:
+    report = await world.store.verify_ledger()
+    assert (report.ok, report.first_bad) == (True, None)
+
+
+@pytest.mark.parametrize(
+    "column",
+    ["spend_spent", "tool_calls_spent", "writes_spent", "epoch", "spend_reserved", "tool_calls_reserved"],
+)
+async def test_verify_catches_a_runs_counter_edited_upward(world: World, column: str) -> None:
+    # Raised spent starves the run (budget_exhausted), a raised epoch kills the live token, a raised
+    # reservation holds budget nothing uses: each gives the run less than its contract says.
+    run = await world.new_run()
+    await world.call(run.token, "t__paid", {"text": "paid for"})
+    await _ok(world)
+    world.backend.set_row("runs", "run_id", run.run_id, **{column: _counters(world, run.run_id)[column] + 1})
+    assert _bad(await world.store.verify_ledger()) == (run.run_id, "run_row_edited")
+
+
+async def test_verify_catches_a_reservation_released_while_a_write_is_in_flight(world: World) -> None:
+    run = await world.new_run()
+    world.tools.modes["paid"] = "block"
+    call = world.spawn(world.call(run.token, "t__paid", {"text": "in flight"}))
+    await world.tools.wait_for_effects(1)
+    await _ok(world)
+    held = _counters(world, run.run_id)
+    world.backend.set_row("runs", "run_id", run.run_id, spend_reserved=0, writes_reserved=0)
+    assert _bad(await world.store.verify_ledger()) == (run.run_id, "run_row_edited")
+    world.backend.set_row("runs", "run_id", run.run_id, spend_reserved=held["spend_reserved"], writes_reserved=1)
+    world.tools.release.set()
+    await world.settled(call)
+
+
+async def test_counters_verify_through_flights_failures_unknowns_children_successors_purges_and_restores(
+    world: World,
+) -> None:
+    run = await world.new_run()
+    world.tools.actual_spend["paid"] = 7  # below the estimate: the rest goes back
+    await world.call(run.token, "t__paid", {"text": "cheap"})
+    for mode in ("failed", "not_sent"):
+        world.tools.modes["write"] = mode
+        await world.call(run.token, "t__write", {"text": mode})
+    world.tools.modes["write"] = "crash"
+    lost = await world.call(run.token, "t__write", {"text": "lost"})
+    world.tools.modes["write"] = "ok"
+    await world.store.report_usage(OPS, run.run_id, kind="model", amount=13, note=None, ref=None)
+    await _ok(world)
+    # A write and a read in flight at once: the write's reservation is chained, the read's only in its row.
+    world.tools.modes["paid"] = world.tools.modes["read"] = "block"
+    flying = [world.spawn(world.call(run.token, "t__paid", {"text": "flying"}))]
+    await world.tools.wait_for_effects(2)
+    flying.append(world.spawn(world.call(run.token, "t__read", {"q": "flying"})))
+    await world.tools.wait_for_effects(3)
+    await _ok(world)
+    world.tools.release.set()
+    for task in flying:
+        await world.settled(task)
+    world.tools.release.clear()
+    world.tools.modes["paid"] = world.tools.modes["read"] = "ok"
+    # The unknown write reconciled; a child carved, used and ended; another left live.
+    assert lost.structured is not None
+    await world.store.settle(lost.structured["error"]["action_id"], Settlement(SettleKind.SUCCEEDED, reason="found"))
+    child = await world.store.create_child(OPS, run.run_id, parse_contract(CHILD))
+    grant = await world.store.acquire_lease(OPS, child.run_id, "child-worker", takeover=False)
+    await world.call(grant.token, "t__paid", {"text": "by the child"})
+    await world.store.cancel(OPS, child.run_id, "done", hard=False)
+    live = await world.store.create_child(OPS, run.run_id, parse_contract(CHILD))
+    await _ok(world)
+    # A takeover, a purge, a restore with a write in flight, a hard cancel, a successor.
+    token = await world.takeover(run)
+    world.tools.modes["write"] = "block"
+    stuck = world.spawn(world.call(token, "t__write", {"text": "when the backup was taken"}))
+    await world.tools.wait_for_effects(5)
+    world.clock.advance(60)
+    await world.store.purge_bodies(PurgeScope(tenant=TENANT), by="ops", reason="retention")
+    await world.store.mark_restored(by="ops")
+    await _ok(world)
+    await world.store.cancel(OPS, run.run_id, "stop", hard=True)
+    world.tools.release.set()
+    await world.settled(stuck)
+    await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
+    await _ok(world)
+    assert (await world.run(live.run_id)).status.terminal  # the parent's cancel reached it
+    counters = _counters(world, run.run_id)
+    assert counters["tool_calls_spent"] > 0 and counters["spend_spent"] > 0 and counters["epoch"] == 3

@@ -10,6 +10,7 @@ import pytest
 
 from gateway.api.export import bundle_lines
 from gateway.canonical import canonical_json, sha256_hex
+from gateway.domain.retention import PurgeScope
 from gateway.ledger_bundle import BundleReport, line_kind, verify_bundle
 from gateway.store.chain import GENESIS, entry_hash
 from tests.harness import LEDGER_KEY, TENANT, World, code_of, edited_body
@@ -200,10 +201,21 @@ async def test_an_edited_blob_fails_naming_its_sha256(world: World) -> None:
 
 async def test_a_purged_body_is_listed_as_purged_and_the_bundle_still_verifies(world: World) -> None:
     bundle = parsed(await a_full_run(world))
-    i = where(bundle, "blob", sha256=bundle[where(bundle, "action", tool="t__paid")]["payload_sha256"])
+    run_id = bundle[0]["run"]["run_id"]
+    paid = bundle[where(bundle, "action", tool="t__paid")]
+    # Listed as purged by hand, with no purge entry in the chain: refused (entry version 2).
+    i = where(bundle, "blob", sha256=paid["payload_sha256"])
     bundle[i] = {"kind": "blob", "sha256": bundle[i]["sha256"], "purged": True}
+    assert first_bad(bundle)[:3] == ("blob_purge_unrecorded", "blob", paid["payload_sha256"])
+    # Purged for real: the purge entry names it.
+    world.clock.advance(60)
+    scope = PurgeScope(tenant=TENANT, action_id=paid["action_id"])
+    await world.store.purge_bodies(scope, by="ops", reason="retention")
+    bundle = parsed(await export(world, run_id))
+    i = where(bundle, "blob", sha256=paid["payload_sha256"])
+    assert bundle[i] == {"kind": "blob", "sha256": paid["payload_sha256"], "purged": True}
     report = verify(bundle)
-    assert (report.ok, report.purged) == (True, 1)
+    assert (report.ok, report.purged) == (True, 2)  # its payload and its result
     del bundle[i]  # a body neither held nor listed as purged
     assert first_bad(bundle)[:2] == ("blob_missing", "blob")
 
