@@ -185,6 +185,8 @@ class Gate:
         fresh = await self.store.authenticate(info.token_hash)
         assert fresh is not None, "lease tokens are never deleted"
         self._remember(fresh)
+        if failpoints.sabotaged("fencing"):  # the drill's negative control: on every path of the call
+            return TokenInfo(fresh.run, fresh.run.epoch, fresh.worker, fresh.granted_by, fresh.token_hash)
         return fresh
 
     def terms_of(self, run: RunRecord) -> Terms:
@@ -253,8 +255,7 @@ class Gate:
         info = await self._identify(token)
         tool = escape_nul(tool)  # no tool is named so; recorded readably on either store (gateway/text.py)
         if failpoints.sabotaged("fencing"):  # the drill's negative control: any epoch passes as current
-            fresh = await self._fresh(info)
-            info = TokenInfo(fresh.run, fresh.run.epoch, fresh.worker, fresh.granted_by, fresh.token_hash)
+            info = await self._fresh(info)
         tracing.tag_run(info.run.run_id, info.run.tenant)
         try:
             body = canonical_json(arguments)

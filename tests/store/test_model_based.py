@@ -265,8 +265,14 @@ class GateModel(RuleBasedStateMachine):
         ]
 
     def _superseded(self) -> list[Token]:
+        """Tokens a takeover replaced, on runs whose current lease stands: fencing alone refuses them
+        (where the current lease's key is revoked, `lease_revoked` would, and `call_dead` covers it)."""
+        epochs = self.model.epochs
+        holder_key = {t.run_id: t.key_id for t in self.model.tokens if epochs.get(t.run_id) == t.epoch}
         return [
-            t for t in self.model.tokens if t.run_id in self.model.epochs and self.model.epochs[t.run_id] != t.epoch
+            t
+            for t in self.model.tokens
+            if t.run_id in epochs and epochs[t.run_id] != t.epoch and holder_key.get(t.run_id) not in self.model.revoked
         ]
 
     @precondition(lambda self: self._superseded())
@@ -290,7 +296,7 @@ class GateModel(RuleBasedStateMachine):
         self._time_passes()
         before = self._run(self._snapshot())
         result = self._run(self.gate.call(held.token, f"t__{tool}", CALLS[tool], None))
-        if not result.is_error:
+        if result.code is None:
             self.model.admitted.append((held.run_id, held.epoch))
             assert self.model.epochs.get(held.run_id) == held.epoch, "a call was admitted with a dead epoch"
             assert held.key_id not in self.model.revoked, "a call was admitted on a revoked key's lease"

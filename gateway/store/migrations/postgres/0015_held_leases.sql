@@ -7,7 +7,7 @@
 -- from the API key itself and this row's salt (gateway/held_leases.py); its hash is the lease's
 -- row in `leases`, as for any token. A row is replaced only by an explicit takeover: a held
 -- lease that another worker took over stays dead for that key.
-CREATE TABLE held_leases (
+CREATE TABLE IF NOT EXISTS held_leases (
     key_sha256  TEXT NOT NULL,                                -- sha256 of the API key (as api_keys keeps it)
     run_id      TEXT NOT NULL REFERENCES runs (run_id),
     salt        TEXT NOT NULL,
