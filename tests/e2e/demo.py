@@ -11,14 +11,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from tests.e2e.serving import ROOT, clean_environ
+from tests.e2e.serving import ROOT, clean_environ, wait_healthy
 from tests.harness import free_port
 from tests.integration.test_http_services import adapter_copy
 
@@ -65,14 +62,7 @@ class Demo:
                 command, cwd=self.folder, env=self.env, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT
             )
         try:
-            deadline = time.monotonic() + START_WAIT
-            while True:
-                assert proc.poll() is None, f"make run exited {proc.returncode}:\n{path.read_text()[-4000:]}"
-                assert time.monotonic() < deadline, f"make run did not answer in time:\n{path.read_text()[-4000:]}"
-                with contextlib.suppress(httpx.TransportError):
-                    if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                        break
-                time.sleep(0.1)
+            wait_healthy(proc, self.url, path, START_WAIT)
             yield proc, path.read_text()
         finally:
             ctrl_c(proc)
