@@ -1,16 +1,31 @@
 # The two commands a newcomer needs: `make run` and `make test`. Both create .venv when missing.
+# `make run` installs only what serving needs; `make test` adds the dev extras (test tools, linters,
+# type checker, Playwright). Each has its own stamp: a run-only install never lets `make test` skip
+# the dev extras, and a dev install (a superset) also counts as the run install.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: run test lint typecheck bench bench-mcp bench-replicas clean
 
-$(STAMP): pyproject.toml
-	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+$(BIN)/python:
+	@echo "make: creating $(VENV) with $(PYTHON)"
+	$(PYTHON) -m venv $(VENV)
+
+# pip's own lines (Collecting, Downloading, Installing) are the progress: nothing is silenced.
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	@echo "make run: installing Warrant and what serving needs into $(VENV) (once, and again when pyproject.toml changes)"
+	$(PIP) install --progress-bar on -e .
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	@echo "make test: installing Warrant with its dev extras into $(VENV) (once, and again when pyproject.toml changes)"
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --progress-bar on -e '.[dev]'
+	touch $@ $(RUN_STAMP)
 
 # The interop tests' Node packages (tests/interop/node: MCP TypeScript SDK clients, Inspector,
 # conformance suite, a pinned Node 22), exactly as package-lock.json says; again when it changes.
@@ -35,28 +50,28 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/python -m gateway.devrun
 
-test: $(STAMP) $(NODE_STAMP) $(BROWSER)
+test: $(DEV_STAMP) $(NODE_STAMP) $(BROWSER)
 	$(BIN)/ruff check gateway tests bench examples
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check gateway tests bench
 	$(BIN)/ruff format --check gateway tests bench
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python bench/gate.py
 
-bench-mcp: $(STAMP)
+bench-mcp: $(DEV_STAMP)
 	$(BIN)/python bench/mcp_proxy.py
 
-bench-replicas: $(STAMP)
+bench-replicas: $(DEV_STAMP)
 	$(BIN)/python bench/replicas.py
 
 clean:

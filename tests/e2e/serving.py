@@ -52,17 +52,23 @@ def warrant_serve(
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + wait
-        while True:
-            assert proc.poll() is None, f"serve exited {proc.returncode}:\n{log.read_text()[-4000:]}"
-            assert time.monotonic() < deadline, f"serve did not answer in time:\n{log.read_text()[-4000:]}"
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            time.sleep(0.05)
+        wait_healthy(proc, url, log, wait)
         yield proc
     finally:
         stop_serve(proc)
+
+
+def wait_healthy(proc: subprocess.Popen[bytes], url: str, log: Path, wait: float) -> None:
+    """Until the gateway at URL answers /healthz 200; the test fails with LOG's tail if the process
+    exits first or `wait` seconds pass."""
+    deadline = time.monotonic() + wait
+    while True:
+        assert proc.poll() is None, f"{proc.args!r} exited {proc.returncode}:\n{log.read_text()[-4000:]}"
+        assert time.monotonic() < deadline, f"{url} did not answer in time:\n{log.read_text()[-4000:]}"
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        time.sleep(0.05)
 
 
 def code_of(result: types.CallToolResult) -> str | None:

@@ -1,0 +1,77 @@
+"""The Makefile's installs, read with `make -n` (what it would run) in a copy of the repository's
+Makefile and pyproject.toml: `make run` installs only what serving needs, `make test` the dev extras,
+and neither stamp stands in for the other the wrong way."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DEV_INSTALL = "install --progress-bar on -e '.[dev]'"
+RUN_INSTALL = "install --progress-bar on -e ."
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+
+
+def project(folder: Path, *stamps: str) -> Path:
+    """A copy with a .venv holding `stamps`, each newer than pyproject.toml."""
+    shutil.copy(ROOT / "Makefile", folder / "Makefile")
+    shutil.copy(ROOT / "pyproject.toml", folder / "pyproject.toml")
+    os.utime(folder / "pyproject.toml", (1_000_000, 1_000_000))
+    node = folder / "tests" / "interop" / "node"
+    (node / "node_modules").mkdir(parents=True)
+    (node / "package-lock.json").write_text("{}")
+    os.utime(node / "package-lock.json", (1_000_000, 1_000_000))
+    (node / "node_modules" / ".package-lock.json").write_text("{}")
+    if stamps:
+        (folder / ".venv" / "bin").mkdir(parents=True)
+        (folder / ".venv" / "bin" / "python").touch()
+        for stamp in stamps:
+            (folder / ".venv" / stamp).touch()
+    return folder
+
+
+def planned(folder: Path, target: str) -> str:
+    """What `make -n TARGET` would run (the browser install left out)."""
+    done = subprocess.run(
+        ["make", "-n", target],
+        cwd=folder,
+        env={**os.environ, "WARRANT_SKIP_BROWSER": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+def test_make_run_on_a_fresh_clone_installs_only_what_serving_needs(tmp_path: Path) -> None:
+    plan = planned(project(tmp_path), "run")
+    assert "-m venv .venv" in plan
+    assert RUN_INSTALL in plan
+    assert "[dev]" not in plan and "--quiet -e" not in plan
+    assert "gateway.devrun" in plan
+
+
+def test_make_test_after_make_run_still_installs_the_dev_extras(tmp_path: Path) -> None:
+    folder = project(tmp_path, ".installed-run")
+    assert DEV_INSTALL in planned(folder, "test")
+    assert "pip" not in planned(folder, "run")
+
+
+def test_a_dev_install_counts_as_the_run_install(tmp_path: Path) -> None:
+    folder = project(tmp_path, ".installed-run", ".installed-dev")
+    assert "pip" not in planned(folder, "run")
+    assert "pip" not in planned(folder, "test")
+
+
+def test_a_changed_pyproject_installs_again(tmp_path: Path) -> None:
+    folder = project(tmp_path, ".installed-run", ".installed-dev")
+    os.utime(folder / ".venv" / ".installed-run", (500_000, 500_000))
+    os.utime(folder / ".venv" / ".installed-dev", (500_000, 500_000))
+    assert RUN_INSTALL in planned(folder, "run") and "[dev]" not in planned(folder, "run")
+    assert DEV_INSTALL in planned(folder, "test")
