@@ -93,10 +93,12 @@ def make_app(
     *,
     policy_extra: str = "",
     adapters: Sequence[Adapter] = (),
+    clock: ManualClock | None = None,
 ) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
     """The app every API test serves: the shop adapter, its policies, the keys of `KEYS`; `extra`
     is more of warrant.yaml (top-level YAML); on a SQLite file in `tmp_path` unless `database`
-    names another store; `policy_extra` more policy lines, `adapters` more adapters."""
+    names another store; `policy_extra` more policy lines, `adapters` more adapters; time from
+    `clock` (a new `ManualClock` when None)."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(
         "tools:\n"
@@ -114,7 +116,7 @@ def make_app(
     )
     env = {f"KEY_{name.upper()}": f"key-{name}" for name in KEYS} | {"WARRANT_LEDGER_KEY": "test-ledger-key"}
     settings = load_settings(config, env)
-    clock = ManualClock()
+    clock = clock or ManualClock()
     effects: list[dict[str, Any]] = []
     app = create_app(settings, clock=clock, extra_adapters=[shop_adapter(effects), *adapters])
     return app, clock, effects

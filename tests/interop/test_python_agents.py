@@ -1,0 +1,174 @@
+"""Python agent frameworks, as a user sets them up, through Warrant's /mcp with scripted models.
+
+pydantic-ai (its `FunctionModel`), the OpenAI Agents SDK (its `Model` interface played by a
+scripted class), langchain-mcp-adapters (under LangChain's `create_agent`, a scripted chat model)
+and the fastmcp client, at the pins of tests/interop/python/*.txt, each in its own venv and
+process (tests/interop/pyagents.py), on loopback, with no model service anywhere. Each plays
+tests/interop/python/scenario.py: list tools, a read, a write, its replay, a constraint refusal,
+an approval-gated write (asked twice), a wait on a person past the lease's TTL while an approver
+decides through the API, then the approved write, all with the one client it was configured with.
+What is asserted is what the framework handed its model, not the MCP result.
+
+The wait past the TTL: the gateway's clock follows real time and is moved 10 s past the lease's
+20 s TTL while the agent is idle, and the agent really idles a few seconds beyond the server's
+keep-alive (1 s here), so its pooled connections are closed under it. `WARRANT_INTEROP_REAL_WAIT=1`
+waits the whole 30 s for real instead (docs/testing.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from gateway.clock import ManualClock
+from tests.api.conftest import CONTRACT, Api, make_app
+from tests.harness import free_port
+from tests.interop.pyagents import Framework, run_agent
+from tests.interop.python.scenario import RECIPIENT
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+FRAMEWORKS = [
+    pytest.param(Framework("pydantic_ai", "agents"), id="pydantic-ai"),
+    pytest.param(Framework("openai_agents", "agents"), id="openai-agents"),
+    pytest.param(Framework("langchain", "langchain"), id="langchain-mcp-adapters"),
+    pytest.param(Framework("fastmcp", "agents"), id="fastmcp"),
+]
+
+LEASE_TTL = 20
+PAST_TTL = LEASE_TTL + 10
+KEEP_ALIVE = 1  # seconds uvicorn keeps an idle connection open (5 by default)
+CONSTRAINT = "args.card in ['visa', 'mastercard']"
+AGENT_CONTRACT = {
+    **CONTRACT,
+    "lease_ttl": f"{LEASE_TTL}s",
+    "authority": {"allow": ["shop__*"], "constraints": {"shop__charge": CONSTRAINT}},
+}
+# How to wait for a decision without asking again at once: call warrant_status, or when to check back.
+WAIT_HINT = r"warrant_status|check back|(retry|call again|try again) (in|after) \d"
+REAL_WAIT = os.environ.get("WARRANT_INTEROP_REAL_WAIT") == "1"
+
+
+class WallClock(ManualClock):
+    """Real time, plus whatever the test moved it on by: the gateway's time flows as in production."""
+
+    def __init__(self) -> None:
+        super().__init__(0.0)
+
+    def now(self) -> float:
+        return time.time() + super().now()
+
+
+@pytest.fixture
+async def gateway(tmp_path: Path) -> AsyncIterator[Api]:
+    """tests/api's server (adapter `shop`, its keys) on a wall clock, dropping idle connections after 1 s."""
+    app, clock, effects = make_app(tmp_path, clock=WallClock())
+    port = free_port()
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_keep_alive=KEEP_ALIVE
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    for _ in range(500):
+        if server.started or task.done():
+            break
+        await asyncio.sleep(0.01)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield Api(f"http://127.0.0.1:{port}", clock, effects, app, server)
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
+
+
+async def new_run(api: Api) -> tuple[str, str]:
+    """A run of AGENT_CONTRACT and its lease, taken by the operator key: (run_id, lease token)."""
+    async with api.client("op") as c:
+        created = await c.post("/api/runs", json=AGENT_CONTRACT)
+        assert created.status_code == 201, created.text
+        run_id: str = created.json()["run_id"]
+        grant = await c.post(f"/api/runs/{run_id}/lease", json={"worker": "agent"})
+        assert grant.status_code in (200, 201), grant.text
+    return run_id, grant.json()["token"]
+
+
+async def approve_past_ttl(api: Api, run_id: str, decided: list[str]) -> None:
+    """A person takes longer than the lease's TTL, then approves the pending order through the API."""
+    if REAL_WAIT:
+        await asyncio.sleep(PAST_TTL)
+    else:
+        await asyncio.sleep(KEEP_ALIVE + 1)  # idle for real: the server closes the agent's connections
+        api.clock.advance(PAST_TTL)
+    async with api.client("appr") as c:
+        pending = await c.get("/api/approvals", params={"run_id": run_id, "status": "pending"})
+        assert pending.status_code == 200, pending.text
+        items = pending.json()["items"]
+        assert [a["tool"] for a in items] == ["shop__order"], items
+        approval_id = items[0]["approval_id"]
+        approved = await c.post(f"/api/approvals/{approval_id}/approve", json={"note": "checked the recipient"})
+        assert approved.status_code == 200, approved.text
+    decided.append(approval_id)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_a_framework_lives_through_an_approval_past_the_lease_ttl(gateway: Api, framework: Framework) -> None:
+    run_id, token = await new_run(gateway)
+    decided: list[str] = []
+    transcript = await run_agent(
+        framework, f"{gateway.url}/mcp", token, lambda: approve_past_ttl(gateway, run_id, decided)
+    )
+    async with gateway.client("op") as c:
+        actions = (await c.get(f"/api/runs/{run_id}/actions")).json()["items"]
+        approvals = (await c.get("/api/approvals", params={"run_id": run_id})).json()["items"]
+    charged = [a["action_id"] for a in actions if a["tool"] == "shop__charge" and a["status"] == "succeeded"]
+    assert len(charged) == 1, actions
+    assert [a["tool"] for a in approvals] == ["shop__order"], approvals
+    approval = approvals[0]["approval_id"]
+    views = {v["step"]: v["view"] or "" for v in transcript["views"]}
+
+    # Every expectation is checked, and all that fail are reported together: (step, pattern, why).
+    pending = ("approval", "approval_again")
+    expected = [
+        ("read", "hits", "the read's result"),
+        ("write", "charge-1", "the write's result"),
+        # The replay is no new charge, and the model is told so, with the action it repeats.
+        ("replay", "not executed again", "a replay says it was not executed again"),
+        ("replay", re.escape(charged[0]), "a replay names the action it repeats"),
+        # The refusal names the rule that failed, so the model can see what to change.
+        ("constraint", "constraint_violated", "the refusal's code"),
+        ("constraint", re.escape(CONSTRAINT), "the constraint that failed, in words"),
+        # Pending, asked twice before a decision: each time the model sees what it waits on, and how.
+        *[(step, "approval_required", "the refusal's code") for step in pending],
+        *[(step, re.escape(approval), "the pending approval's id") for step in pending],
+        *[(step, "expir", "when the approval expires") for step in pending],
+        *[(step, WAIT_HINT, "how to wait for the decision") for step in pending],
+        # After the wait, the same client and token go on.
+        ("approved", "order-", "the approved write's result"),
+    ]
+    problems = [
+        f"{step}: {why} (/{pattern}/) not in {views.get(step)!r}"
+        for step, pattern, why in expected
+        if re.search(pattern, views.get(step, "")) is None
+    ]
+    if transcript["error"] is not None:
+        problems.insert(0, f"{framework.name} stopped the run: {transcript['error']}")
+    if not decided:
+        problems.append("the agent never waited on the person")
+    problems += [
+        f"{step}: a lease refusal after the wait: {views[step]!r}"
+        for step in ("status", "approved")
+        if re.search("lease_expired|lease_superseded", views.get(step, ""))
+    ]
+    tools = set(transcript["tools"] or [])
+    if not {"shop__find", "shop__charge", "shop__order", "warrant_status"} <= tools:
+        problems.append(f"tools offered to the model: {sorted(tools)}")
+    if gateway.effects != [{"card": "visa"}, {"to": RECIPIENT}]:
+        problems.append(f"side effects: {gateway.effects}")
+    assert not problems, f"{framework.name}:\n- " + "\n- ".join(problems)
