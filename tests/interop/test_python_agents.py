@@ -130,7 +130,7 @@ async def test_a_framework_lives_through_an_approval_past_the_lease_ttl(gateway:
     charged = [a["action_id"] for a in actions if a["tool"] == "shop__charge" and a["status"] == "succeeded"]
     assert len(charged) == 1, actions
     assert [a["tool"] for a in approvals] == ["shop__order"], approvals
-    approval = approvals[0]["approval_id"]
+    approval, decide_by = approvals[0]["approval_id"], approvals[0]["decide_by"]
     views = {v["step"]: v["view"] or "" for v in transcript["views"]}
 
     # Every expectation is checked, and all that fail are reported together: (step, pattern, why).
@@ -147,7 +147,8 @@ async def test_a_framework_lives_through_an_approval_past_the_lease_ttl(gateway:
         # Pending, asked twice before a decision: each time the model sees what it waits on, and how.
         *[(step, "approval_required", "the refusal's code") for step in pending],
         *[(step, re.escape(approval), "the pending approval's id") for step in pending],
-        *[(step, "expir", "when the approval expires") for step in pending],
+        # Its expiry: the time a person must decide by, to the minute (however it is written out).
+        *[(step, re.escape(decide_by[:16]), "when the approval expires") for step in pending],
         *[(step, WAIT_HINT, "how to wait for the decision") for step in pending],
         # After the wait, the same client and token go on.
         ("approved", "order-", "the approved write's result"),
