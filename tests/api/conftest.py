@@ -136,11 +136,17 @@ async def serving_api(
     policy_extra: str = "",
     adapters: Sequence[Adapter] = (),
     database: str | None = None,
+    clock: ManualClock | None = None,
+    keep_alive: int = 5,
 ) -> AsyncIterator[Api]:
-    """`make_app(tmp_path, extra, ...)` under uvicorn on a free loopback port, until the block ends."""
-    app, clock, effects = make_app(tmp_path, extra, database, policy_extra=policy_extra, adapters=adapters)
+    """`make_app(tmp_path, extra, ...)` under uvicorn on a free loopback port, until the block ends;
+    uvicorn closes a connection idle for `keep_alive` seconds (its default, 5)."""
+    app, clock, effects = make_app(tmp_path, extra, database, policy_extra=policy_extra, adapters=adapters, clock=clock)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_keep_alive=keep_alive
+    )
+    server = uvicorn.Server(config)
     import asyncio
 
     task = asyncio.create_task(server.serve())

@@ -25,11 +25,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 from gateway.clock import ManualClock
-from tests.api.conftest import CONTRACT, Api, make_app
-from tests.harness import free_port
+from tests.api.conftest import CONTRACT, Api, serving_api
 from tests.interop.pyagents import Framework, run_agent
 from tests.interop.python.scenario import RECIPIENT
 
@@ -69,23 +67,8 @@ class WallClock(ManualClock):
 @pytest.fixture
 async def gateway(tmp_path: Path) -> AsyncIterator[Api]:
     """tests/api's server (adapter `shop`, its keys) on a wall clock, dropping idle connections after 1 s."""
-    app, clock, effects = make_app(tmp_path, clock=WallClock())
-    port = free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_keep_alive=KEEP_ALIVE
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    for _ in range(500):
-        if server.started or task.done():
-            break
-        await asyncio.sleep(0.01)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield Api(f"http://127.0.0.1:{port}", clock, effects, app, server)
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
+    async with serving_api(tmp_path, clock=WallClock(), keep_alive=KEEP_ALIVE) as served:
+        yield served
 
 
 async def new_run(api: Api) -> tuple[str, str]:

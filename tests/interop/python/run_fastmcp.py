@@ -8,19 +8,16 @@ structured content) and the text blocks; for an `isError` result, the `ToolError
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.exceptions import ToolError
 from mcp.types import TextContent
-from scenario import Script, target
+from scenario import Script, play
 
 
-async def main() -> None:
-    url, headers = target()
-    script = Script()
+async def agent(script: Script, url: str, headers: dict[str, str]) -> None:
     # One client (one configuration, one session) for the whole run, waits included.
     async with Client(StreamableHttpTransport(url, headers=headers)) as client:
         script.offered([tool.name for tool in await client.list_tools()])
@@ -35,8 +32,7 @@ async def main() -> None:
                 texts = [block.text for block in result.content if isinstance(block, TextContent)]
                 view = {"data": result.data, "text": texts}
             script.saw(view)
-    script.done()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    play(agent)

@@ -8,7 +8,6 @@ the scripted model reads (its content blocks, as a provider integration would se
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from langchain.agents import create_agent
@@ -16,7 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_mcp_adapters.client import MultiServerMCPClient
-from scenario import Script, target
+from scenario import TASK, Script, play
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -47,21 +46,12 @@ class ScriptedChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
-async def main() -> None:
-    url, headers = target()
-    script = Script()
+async def agent(script: Script, url: str, headers: dict[str, str]) -> None:
     # One client (one configuration) for the whole run, waits included.
     client = MultiServerMCPClient({"warrant": {"transport": "streamable_http", "url": url, "headers": headers}})
-    agent = create_agent(ScriptedChatModel(script=script), await client.get_tools())
-    try:
-        await agent.ainvoke(
-            {"messages": [("user", "Find lamps, charge the visa card, then order for ana@acme.example.")]}
-        )
-    except Exception as error:  # the framework gave up on the run: report it, with what the model saw
-        script.done(error)
-        return
-    script.done()
+    clerk = create_agent(ScriptedChatModel(script=script), await client.get_tools())
+    await clerk.ainvoke({"messages": [("user", TASK)]})
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    play(agent)

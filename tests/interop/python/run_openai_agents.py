@@ -7,14 +7,13 @@ reads is the `function_call_output` item the SDK built from each tool result, as
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 from agents import Agent, Model, ModelResponse, RunConfig, Runner, Usage, set_tracing_disabled
 from agents.mcp import MCPServerStreamableHttp
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
-from scenario import Script, target
+from scenario import TASK, Script, play
 
 
 class ScriptedModel(Model):
@@ -52,24 +51,13 @@ class ScriptedModel(Model):
         raise NotImplementedError("the scripted model does not stream")
 
 
-async def main() -> None:
+async def agent(script: Script, url: str, headers: dict[str, str]) -> None:
     set_tracing_disabled(True)
-    url, headers = target()
-    script = Script()
     # One server object (one client, one configuration) for the whole run, waits included.
     async with MCPServerStreamableHttp({"url": url, "headers": headers}, name="warrant") as server:
-        agent = Agent(name="clerk", instructions="Do the job.", mcp_servers=[server])
-        try:
-            await Runner.run(
-                agent,
-                "Find lamps, charge the visa card, then order for ana@acme.example.",
-                run_config=RunConfig(model=ScriptedModel(script), tracing_disabled=True),
-            )
-        except Exception as error:  # the SDK gave up on the run: report it, with what the model saw
-            script.done(error)
-            return
-    script.done()
+        clerk = Agent(name="clerk", instructions="Do the job.", mcp_servers=[server])
+        await Runner.run(clerk, TASK, run_config=RunConfig(model=ScriptedModel(script), tracing_disabled=True))
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    play(agent)

@@ -8,8 +8,6 @@ toolset raises `ModelRetry` for an `isError` result).
 
 from __future__ import annotations
 
-import asyncio
-
 from pydantic_ai import Agent
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import (
@@ -22,13 +20,10 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from scenario import Script, target
+from scenario import TASK, Script, play
 
 
-async def main() -> None:
-    url, headers = target()
-    script = Script()
-
+async def agent(script: Script, url: str, headers: dict[str, str]) -> None:
     async def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         script.offered([tool.name for tool in info.function_tools])
         last = messages[-1]
@@ -45,15 +40,10 @@ async def main() -> None:
         return ModelResponse(parts=[ToolCallPart(tool, arguments, tool_call_id=f"call_{script.position}")])
 
     # One toolset (one client, one configuration) for the whole run, waits included.
-    agent = Agent(FunctionModel(model), toolsets=[MCPToolset(url, headers=headers)])
-    try:
-        async with agent:
-            await agent.run("Find lamps, charge the visa card, then order for ana@acme.example.")
-    except Exception as error:  # the framework gave up on the run: report it, with what the model saw
-        script.done(error)
-        return
-    script.done()
+    clerk = Agent(FunctionModel(model), toolsets=[MCPToolset(url, headers=headers)])
+    async with clerk:
+        await clerk.run(TASK)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    play(agent)

@@ -18,10 +18,12 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 RECIPIENT = "ana@acme.example"
+TASK = f"Find lamps, charge the visa card, then order for {RECIPIENT}."
 WAIT = "wait"
 
 # (step, tool, arguments); WAIT is a pause with no call, while a person decides.
@@ -39,9 +41,20 @@ STEPS: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-def target() -> tuple[str, dict[str, str]]:
-    """The gateway's MCP URL (argv[1]) and the headers that carry the lease token (WARRANT_TOKEN)."""
-    return sys.argv[1], {"Authorization": f"Bearer {os.environ['WARRANT_TOKEN']}"}
+AgentLoop = Callable[["Script", str, dict[str, str]], Awaitable[None]]
+
+
+def play(agent: AgentLoop) -> None:
+    """Runs `agent(script, url, headers)` on the gateway's MCP URL (argv[1]) with the headers that carry
+    the lease token (WARRANT_TOKEN), then prints the transcript, with the error if the framework gave up."""
+    url, headers = sys.argv[1], {"Authorization": f"Bearer {os.environ['WARRANT_TOKEN']}"}
+    script = Script()
+    try:
+        asyncio.run(agent(script, url, headers))
+    except Exception as error:  # the framework stopped the run (a retry limit, say): what the model saw so far
+        script.done(error)
+    else:
+        script.done()
 
 
 @dataclass
