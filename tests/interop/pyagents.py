@@ -102,13 +102,16 @@ async def run_agent(
                     await process.stdin.drain()
                 elif message["event"] == "done":
                     done = message
+            process.stdin.close()
             await process.wait()
     except TimeoutError:
-        process.kill()
-        await process.wait()
+        errors = await _end(process, stderr)
         raise AssertionError(
-            f"{framework.name} ran over {time_limit} s\nstdout:\n{''.join(seen)}\nstderr:\n{(await stderr).decode()}"
+            f"{framework.name} ran over {time_limit} s\nstdout:\n{''.join(seen)}\nstderr:\n{errors}"
         ) from None
+    finally:
+        # Whatever failed here (the test's own steps while the agent waits, too), no agent outlives the test.
+        await _end(process, stderr)
     errors = (await stderr).decode()
     if done is None or process.returncode != 0:
         raise AssertionError(
@@ -117,6 +120,14 @@ async def run_agent(
         )
     done["stderr"] = errors
     return done
+
+
+async def _end(process: asyncio.subprocess.Process, stderr: asyncio.Task[bytes]) -> str:
+    """Kills `process` if it still runs and reaps it; what it wrote on stderr."""
+    if process.returncode is None:
+        process.kill()
+        await process.wait()
+    return (await stderr).decode()
 
 
 def _message(line: str) -> dict[str, Any] | None:
