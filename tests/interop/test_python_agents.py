@@ -9,10 +9,10 @@ an approval-gated write (asked twice), a wait on a person past the lease's TTL w
 decides through the API, then the approved write, all with the one client it was configured with.
 What is asserted is what the framework handed its model, not the MCP result.
 
-The wait past the TTL: the gateway's clock follows real time and is moved 10 s past the lease's
-20 s TTL while the agent is idle, and the agent really idles a few seconds beyond the server's
-keep-alive (1 s here), so its pooled connections are closed under it. `WARRANT_INTEROP_REAL_WAIT=1`
-waits the whole 30 s for real instead (docs/testing.md).
+The wait past the TTL: the gateway's clock follows real time; while the agent waits, the test idles
+2 s for real (past the server's keep-alive, 1 s here, so the agent's pooled connections are closed
+under it), then moves the clock 30 s on, past the lease's 20 s TTL, and approves.
+`WARRANT_INTEROP_REAL_WAIT=1` waits the 30 s for real instead (docs/testing.md).
 """
 
 from __future__ import annotations
