@@ -36,6 +36,22 @@ $(NODE_STAMP): $(NODE_DIR)/package-lock.json
 	@command -v npm >/dev/null || { echo "make test needs npm (Node.js) to install $(NODE_DIR)" >&2; exit 1; }
 	npm ci --prefix $(NODE_DIR) --ignore-scripts --no-audit --no-fund --loglevel=error
 
+# The Python agent frameworks of tests/interop/test_python_agents.py, each lock file of
+# tests/interop/python/ in a venv of its own under .venv-interop/ (the frameworks' MCP SDK need not
+# be the gateway's: langchain-mcp-adapters requires mcp<2), installed once and again when the lock
+# file changes. Exactly the lock (--no-deps), then `pip check` that it is complete.
+INTEROP_PY := tests/interop/python
+INTEROP_VENVS := .venv-interop
+PY_AGENTS := $(patsubst $(INTEROP_PY)/%.txt,$(INTEROP_VENVS)/%/.installed,$(wildcard $(INTEROP_PY)/*.txt))
+
+$(INTEROP_VENVS)/%/.installed: $(INTEROP_PY)/%.txt
+	@echo "installing the agent frameworks of $< into $(INTEROP_VENVS)/$*"
+	rm -rf $(INTEROP_VENVS)/$*
+	$(PYTHON) -m venv $(INTEROP_VENVS)/$*
+	$(INTEROP_VENVS)/$*/bin/pip install --quiet --disable-pip-version-check --no-deps -r $<
+	$(INTEROP_VENVS)/$*/bin/pip check --disable-pip-version-check
+	touch $@
+
 # The operator console's browser tests (tests/browser/) drive Debian's Chromium through Playwright's
 # `executable_path`: a fresh machine has no browser, and Playwright must not download one (`playwright
 # install` reaches a CDN; the machine reaches only package registries). Installed from Debian's
@@ -53,7 +69,7 @@ $(CHROMIUM):
 run: $(RUN_STAMP)
 	$(BIN)/python -m gateway.devrun
 
-test: $(DEV_STAMP) $(NODE_STAMP) $(BROWSER)
+test: $(DEV_STAMP) $(NODE_STAMP) $(PY_AGENTS) $(BROWSER)
 	$(BIN)/ruff check gateway tests bench examples
 	$(BIN)/mypy
 	$(BIN)/pytest -q
@@ -75,4 +91,4 @@ bench-replicas: $(DEV_STAMP)
 	$(BIN)/python bench/replicas.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(INTEROP_VENVS) .pytest_cache .mypy_cache .ruff_cache

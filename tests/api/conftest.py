@@ -93,10 +93,12 @@ def make_app(
     *,
     policy_extra: str = "",
     adapters: Sequence[Adapter] = (),
+    clock: ManualClock | None = None,
 ) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
     """The app every API test serves: the shop adapter, its policies, the keys of `KEYS`; `extra`
     is more of warrant.yaml (top-level YAML); on a SQLite file in `tmp_path` unless `database`
-    names another store; `policy_extra` more policy lines, `adapters` more adapters."""
+    names another store; `policy_extra` more policy lines, `adapters` more adapters; time from
+    `clock` (a new `ManualClock` when None)."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(
         "tools:\n"
@@ -114,7 +116,7 @@ def make_app(
     )
     env = {f"KEY_{name.upper()}": f"key-{name}" for name in KEYS} | {"WARRANT_LEDGER_KEY": "test-ledger-key"}
     settings = load_settings(config, env)
-    clock = ManualClock()
+    clock = clock or ManualClock()
     effects: list[dict[str, Any]] = []
     app = create_app(settings, clock=clock, extra_adapters=[shop_adapter(effects), *adapters])
     return app, clock, effects
@@ -134,11 +136,17 @@ async def serving_api(
     policy_extra: str = "",
     adapters: Sequence[Adapter] = (),
     database: str | None = None,
+    clock: ManualClock | None = None,
+    keep_alive: int = 5,
 ) -> AsyncIterator[Api]:
-    """`make_app(tmp_path, extra, ...)` under uvicorn on a free loopback port, until the block ends."""
-    app, clock, effects = make_app(tmp_path, extra, database, policy_extra=policy_extra, adapters=adapters)
+    """`make_app(tmp_path, extra, ...)` under uvicorn on a free loopback port, until the block ends;
+    uvicorn closes a connection idle for `keep_alive` seconds (its default, 5)."""
+    app, clock, effects = make_app(tmp_path, extra, database, policy_extra=policy_extra, adapters=adapters, clock=clock)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_keep_alive=keep_alive
+    )
+    server = uvicorn.Server(config)
     import asyncio
 
     task = asyncio.create_task(server.serve())
