@@ -1,0 +1,265 @@
+"""The Claude Code CLI (pinned, tests/interop/claude_code.py) as an agent through Warrant.
+
+Claude Code runs headless (`claude -p ... --output-format stream-json`) against a loopback
+stand-in for its model API (tests/interop/model_standin.py) that plays a scripted model, with
+Warrant as its one MCP server. The assertions are on what Claude Code hands its model: the tool
+list and the `tool_result` blocks the stand-in receives. Every connection Claude Code makes is
+recorded; one beyond the test's own loopback servers fails the test. Time is the gateway's
+ManualClock: the model "waits" by moving it, so a 20 s lease is outlived in no time at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.api.conftest import CONTRACT, Api
+from tests.harness import free_port
+from tests.interop.claude_code import Claude, Ran
+from tests.interop.conftest import _serve
+from tests.interop.model_standin import Block, ModelStandIn, Script, ToolResult, Turn, text, use
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+RULE = "args.card != 'stolen'"
+SERVER = "warrant"  # the name Claude Code knows Warrant by: its tools are mcp__warrant__<tool>
+PROMPT = "Charge the card, then order for ada@example.com."
+
+
+def tool(name: str) -> str:
+    return f"mcp__{SERVER}__{name}"
+
+
+async def new_run(api: Api, *, lease: bool = True, **changes: Any) -> tuple[str, str]:
+    """A run of tests/api's contract with `changes`, and (`lease`) a lease on it -> (run_id, token)."""
+    async with api.client("op") as c:
+        created = await c.post("/api/runs", json={**CONTRACT, **changes})
+        assert created.status_code == 201, created.text
+        run_id = created.json()["run_id"]
+        if not lease:
+            return run_id, ""
+        grant = await c.post(f"/api/runs/{run_id}/lease", json={"worker": "claude-code"})
+        assert grant.status_code in (200, 201), grant.text
+    return run_id, grant.json()["token"]
+
+
+async def approve_pending(api: Api, tool_name: str) -> None:
+    """What the person does: the one pending approval, approved by the approver key, bound to its hash."""
+    async with api.client("appr") as c:
+        pending = (await c.get("/api/approvals", params={"status": "pending"})).json()["items"]
+        assert [a["tool"] for a in pending] == [tool_name], pending
+        decided = await c.post(
+            f"/api/approvals/{pending[0]['approval_id']}/approve",
+            json={"note": "fine", "expected_sha256": pending[0]["payload_sha256"]},
+        )
+        assert decided.status_code == 200, decided.text
+
+
+@dataclass
+class Session:
+    """What one headless Claude Code session showed: its output, and every request its model got."""
+
+    ran: Ran
+    model: ModelStandIn
+
+    @property
+    def outcome(self) -> dict[str, Any]:
+        last: dict[str, Any] = json.loads(self.ran.stdout.splitlines()[-1])
+        return last
+
+
+def mcp_config(path: Path, url: str, token: str) -> Path:
+    server = {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}
+    path.write_text(json.dumps({"mcpServers": {SERVER: server}}))
+    return path
+
+
+async def headless(claude: Claude, script: Script, *extra: str) -> Session:
+    """`claude -p PROMPT` with the stand-in playing `script` (extra: more arguments, e.g. --mcp-config)."""
+    model = ModelStandIn(script)
+    port = free_port()
+    claude.model_url = f"http://127.0.0.1:{port}"
+    claude.allowed_ports.add(port)
+    stop = await _serve(model.app, port, lifespan="off")
+    try:
+        ran = await claude.run(
+            "-p",
+            PROMPT,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--allowedTools",
+            f"mcp__{SERVER}",
+            "--tools",
+            "",  # no built-in tools: the model sees Warrant's only
+            "--max-turns",
+            "20",
+            *extra,
+        )
+    finally:
+        await stop()
+    for failure in model.failures:
+        raise failure
+    assert model.unexpected == [], model.unexpected
+    assert ran.returncode == 0, ran
+    assert ("127.0.0.1", port) in ran.reached, "the connection record misses the model's: is strace recording?"
+    session = Session(ran, model)
+    assert session.outcome["subtype"] == "success", session.outcome
+    return session
+
+
+def claude_for(api: Api, tmp_path: Path) -> Claude:
+    port = int(api.url.rsplit(":", 1)[1])
+    return Claude(tmp_path / "claude", model_url="", allowed_ports={port})
+
+
+async def test_claude_code_waits_past_its_lease_for_a_person_and_carries_on(api: Api, tmp_path: Path) -> None:
+    _, token = await new_run(api, lease_ttl="20s")
+    seen: dict[str, Any] = {}
+
+    async def script(turn: Turn) -> list[Block]:
+        match turn.number:
+            case 1:  # what Claude Code listed from Warrant reached the model, schemas included
+                seen["tools"] = {t["name"]: t for t in turn.body["tools"]}
+                return [use(tool("shop__find"), {"q": "ada"})]
+            case 2:
+                seen["read"] = turn.result
+                return [use(tool("shop__charge"), {"card": "visa"})]
+            case 3:
+                seen["write"] = turn.result
+                return [use(tool("shop__order"), {"to": "ada@example.com"})]
+            case 4:  # a person must approve: the model waits past the lease's TTL, then looks
+                seen["approval_required"] = turn.result
+                api.clock.advance(30)
+                return [use(tool("warrant_status"), {})]
+            case 5:  # still pending; a person approves through the API; later the model retries
+                seen["status"] = turn.result
+                api.clock.advance(15)
+                await approve_pending(api, "shop__order")
+                api.clock.advance(15)
+                return [use(tool("shop__order"), {"to": "ada@example.com"})]
+            case 6:
+                seen["approved"] = turn.result
+                return [text("Charged, and the order went out once approved.")]
+        raise AssertionError(f"turn {turn.number} is not in the script")
+
+    claude = claude_for(api, tmp_path)
+    config = mcp_config(tmp_path / "mcp.json", f"{api.url}/mcp", token)
+    session = await headless(claude, script, "--strict-mcp-config", "--mcp-config", str(config))
+
+    assert len(session.model.turns) == 6
+    listed = seen["tools"]
+    assert {tool("shop__find"), tool("shop__order"), tool("shop__charge"), tool("warrant_status")} <= set(listed)
+    assert listed[tool("shop__find")]["input_schema"]["required"] == ["q"]
+    assert not seen["read"].is_error and not seen["write"].is_error, (seen["read"], seen["write"])
+    waiting: ToolResult = seen["approval_required"]
+    assert waiting.is_error and "[approval_required]" in waiting.text, waiting
+    assert "apr_" in waiting.text, waiting  # the approval's id, to name when asking or checking
+    # Idle 30 s past a 20 s lease, the same client and token carry on: the status, then the write.
+    assert not seen["status"].is_error, seen["status"]
+    assert "lease_expired" not in seen["status"].text, seen["status"]
+    assert not seen["approved"].is_error, seen["approved"]
+    assert api.effects == [{"card": "visa"}, {"to": "ada@example.com"}]
+
+
+async def test_claude_code_shows_its_model_a_replay_and_the_broken_rule(api: Api, tmp_path: Path) -> None:
+    run_id, token = await new_run(api, authority={"allow": ["shop__*"], "constraints": {"shop__charge": RULE}})
+    seen: dict[str, ToolResult] = {}
+
+    async def script(turn: Turn) -> list[Block]:
+        match turn.number:
+            case 1:
+                return [use(tool("shop__charge"), {"card": "visa"})]
+            case 2:  # the same write again: answered from the record, not sent
+                seen["write"] = turn.result
+                return [use(tool("shop__charge"), {"card": "visa"})]
+            case 3:  # outside the run's constraint
+                seen["replay"] = turn.result
+                return [use(tool("shop__charge"), {"card": "stolen"})]
+            case 4:
+                seen["constraint"] = turn.result
+                return [text("The first charge stands; the stolen card is not allowed.")]
+        raise AssertionError(f"turn {turn.number} is not in the script")
+
+    claude = claude_for(api, tmp_path)
+    config = mcp_config(tmp_path / "mcp.json", f"{api.url}/mcp", token)
+    await headless(claude, script, "--strict-mcp-config", "--mcp-config", str(config))
+
+    assert api.effects == [{"card": "visa"}]  # once
+    async with api.client("op") as c:
+        actions = (await c.get(f"/api/runs/{run_id}/actions")).json()["items"]
+    [original] = [a for a in actions if a["tool"] == "shop__charge" and a["status"] == "succeeded"]
+    assert not seen["write"].is_error, seen["write"]
+    replay = seen["replay"]
+    assert not replay.is_error, replay
+    assert "not executed again" in replay.text, replay  # else the model believes it charged twice
+    assert original["action_id"] in replay.text, replay
+    constraint = seen["constraint"]
+    assert constraint.is_error and "[constraint_violated]" in constraint.text, constraint
+    assert RULE in constraint.text, constraint  # which rule, so the model knows what to change
+
+
+async def warrant(*args: str, env: dict[str, str]) -> str:
+    """`warrant args...` (this checkout's CLI) -> its stdout; fails on a non-zero exit."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway.cli",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parents[2]), **env},
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 0, f"warrant {' '.join(args)}: exit {process.returncode}\n{stdout!r}\n{stderr!r}"
+    return stdout.decode()
+
+
+async def test_warrant_connect_configures_claude_code_once_for_a_worker(api: Api, tmp_path: Path) -> None:
+    run_id, _ = await new_run(api, lease=False)
+    printed = await warrant(
+        "connect",
+        "--client",
+        "claude-code",
+        "--run",
+        run_id,
+        "--name",
+        SERVER,
+        env={"WARRANT_URL": api.url, "WARRANT_API_KEY": "key-wrk"},
+    )
+    [command] = [line for line in printed.splitlines() if line.strip().startswith("claude mcp add")]
+    argv = shlex.split(command)  # what a person pastes into a shell
+    assert "key-wrk" in command and run_id in command, command
+    assert "wl_" not in command, command  # a worker key names the run: no lease token to paste per run
+
+    claude = claude_for(api, tmp_path)
+    added = await claude.run(*argv[1:])
+    assert added.returncode == 0, added
+    listed = await claude.run("mcp", "list")
+    assert listed.returncode == 0, listed
+    [entry] = [line for line in listed.stdout.splitlines() if line.startswith(f"{SERVER}:")]
+    assert f"{api.url}/mcp/runs/{run_id}" in entry and "Connected" in entry, listed.stdout
+
+    # The configuration as added, with no --mcp-config: the agent reads and sees its run's state.
+    async def script(turn: Turn) -> list[Block]:
+        match turn.number:
+            case 1:
+                return [use(tool("shop__find"), {"q": "ada"})]
+            case 2:
+                assert not turn.result.is_error, turn.result
+                return [use(tool("warrant_status"), {})]
+            case 3:
+                assert not turn.result.is_error, turn.result
+                assert run_id in turn.result.text, turn.result
+                return [text("Nothing to do yet.")]
+        raise AssertionError(f"turn {turn.number} is not in the script")
+
+    session = await headless(claude, script)
+    assert len(session.model.turns) == 3
