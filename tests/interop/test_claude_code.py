@@ -22,7 +22,7 @@ import pytest
 
 from tests.api.conftest import CONTRACT, Api
 from tests.harness import free_port
-from tests.interop.claude_code import Claude, Ran
+from tests.interop.claude_code import Claude, Ran, destinations
 from tests.interop.conftest import _serve
 from tests.interop.model_standin import Block, ModelStandIn, Script, ToolResult, Turn, text, use
 
@@ -263,3 +263,36 @@ async def test_warrant_connect_configures_claude_code_once_for_a_worker(api: Api
 
     session = await headless(claude, script)
     assert len(session.model.turns) == 3
+
+
+def test_the_connection_record_names_every_destination() -> None:
+    trace = "\n".join(
+        [
+            '7 connect(3, {sa_family=AF_INET6, sin6_port=htons(443), sin6_flowinfo=htonl(0), inet_pton(AF_INET6, "::1",'
+            " &sin6_addr), sin6_scope_id=0}, 28) = 0",
+            '7 connect(4, {sa_family=AF_INET, sin_port=htons(8700), sin_addr=inet_addr("127.0.0.1")}, 16) = 0',
+            '8 sendto(5, ""..., 40, MSG_NOSIGNAL, {sa_family=AF_INET, sin_port=htons(53), '
+            'sin_addr=inet_addr("10.255.255.53")}, 16) = 40',
+            '8 connect(6, {sa_family=AF_UNIX, sun_path="/tmp/x.sock"}, 110) = 0',
+            '8 sendto(4, ""..., 12, 0, NULL, 0) = 12',
+        ]
+    )
+    assert destinations(trace) == [("::1", 443), ("127.0.0.1", 8700), ("10.255.255.53", 53)]
+
+
+async def test_a_run_that_reaches_a_port_the_test_does_not_serve_fails(tmp_path: Path) -> None:
+    """The negative control: the stand-in answers, but its port is not among the allowed ones."""
+
+    async def script(turn: Turn) -> list[Block]:
+        return [text("hello")]
+
+    model = ModelStandIn(script)
+    port = free_port()
+    stop = await _serve(model.app, port, lifespan="off")
+    try:
+        claude = Claude(tmp_path / "claude", f"http://127.0.0.1:{port}", allowed_ports=set())
+        with pytest.raises(AssertionError, match=rf"reached beyond the test's servers: \[\('127.0.0.1', {port}\)\]"):
+            await claude.run("-p", "hello", "--tools", "")
+    finally:
+        await stop()
+    assert model.side or model.turns  # it did reach the stand-in: the record is of a real connection
