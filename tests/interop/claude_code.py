@@ -126,7 +126,7 @@ class Claude:
             "-e",
             "signal=none",
             "-s",
-            "0",
+            "256",  # enough of a datagram to name the host a DNS query asks for
             "-o",
             str(trace),
             str(claude_executable()),
@@ -144,8 +144,13 @@ class Claude:
             stdout, stderr = await process.communicate()
             late = Ran(-1, stdout.decode(), stderr.decode(), [])
             raise AssertionError(f"claude {' '.join(args)} ran over {time_limit} s\n{late}") from None
-        reached = destinations(trace.read_text())
-        outside = [(a, p) for a, p in reached if a not in LOOPBACK or p not in self.allowed_ports]
+        record = trace.read_text()
+        reached = destinations(record)
+        outside = sorted({(a, p) for a, p in reached if a not in LOOPBACK or p not in self.allowed_ports})
         ran = Ran(process.returncode or 0, stdout.decode(), stderr.decode(), reached)
-        assert not outside, f"claude {args[:2]} reached beyond the test's servers: {sorted(set(outside))}\n{ran}"
+        if outside:
+            lines = "\n".join(
+                line for line in record.splitlines() if destinations(line) and set(destinations(line)) & set(outside)
+            )
+            raise AssertionError(f"claude {args[:2]} reached beyond the test's servers: {outside}\n{lines}\n{ran}")
         return ran

@@ -109,6 +109,12 @@ class ModelStandIn:
     unexpected: list[str] = field(default_factory=list)
     failures: list[BaseException] = field(default_factory=list)
 
+    def play(self, script: Script) -> None:
+        """From now on, play `script`, from its first turn."""
+        self.script = script
+        self.turns.clear()
+        self.side.clear()
+
     @property
     def app(self) -> Starlette:
         return Starlette(

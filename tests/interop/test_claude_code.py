@@ -14,6 +14,7 @@ import asyncio
 import json
 import shlex
 import sys
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,46 +82,63 @@ def mcp_config(path: Path, url: str, token: str) -> Path:
     return path
 
 
-async def headless(claude: Claude, script: Script, *extra: str) -> Session:
-    """`claude -p PROMPT` with the stand-in playing `script` (extra: more arguments, e.g. --mcp-config)."""
-    model = ModelStandIn(script)
+@dataclass
+class Agent:
+    """Claude Code and its model: the stand-in, served on loopback for the whole test."""
+
+    claude: Claude
+    model: ModelStandIn
+
+
+@pytest.fixture
+async def agent(api: Api, tmp_path: Path) -> AsyncIterator[Agent]:
+    """Served for every Claude Code command, `claude mcp add` too: without a loopback
+    ANTHROPIC_BASE_URL even that one looks up api.anthropic.com (the connection record caught it)."""
+    model = ModelStandIn(_no_model)
     port = free_port()
-    claude.model_url = f"http://127.0.0.1:{port}"
-    claude.allowed_ports.add(port)
     stop = await _serve(model.app, port, lifespan="off")
+    gateway_port = int(api.url.rsplit(":", 1)[1])
     try:
-        ran = await claude.run(
-            "-p",
-            PROMPT,
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--allowedTools",
-            f"mcp__{SERVER}",
-            "--tools",
-            "",  # no built-in tools: the model sees Warrant's only
-            "--max-turns",
-            "20",
-            *extra,
-        )
+        yield Agent(Claude(tmp_path / "claude", f"http://127.0.0.1:{port}", {port, gateway_port}), model)
     finally:
         await stop()
+
+
+async def _no_model(turn: Turn) -> list[Block]:
+    raise AssertionError("Claude Code asked its model before the test gave it a script")
+
+
+async def headless(agent: Agent, script: Script, *extra: str) -> Session:
+    """`claude -p PROMPT` with the stand-in playing `script` (extra: more arguments, e.g. --mcp-config)."""
+    agent.model.play(script)
+    ran = await agent.claude.run(
+        "-p",
+        PROMPT,
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--allowedTools",
+        f"mcp__{SERVER}",
+        "--tools",
+        "",  # no built-in tools: the model sees Warrant's only
+        "--max-turns",
+        "20",
+        *extra,
+    )
+    model = agent.model
     for failure in model.failures:
         raise failure
     assert model.unexpected == [], model.unexpected
     assert ran.returncode == 0, ran
-    assert ("127.0.0.1", port) in ran.reached, "the connection record misses the model's: is strace recording?"
+    assert model.turns, f"the stand-in was never asked: {ran}"
     session = Session(ran, model)
     assert session.outcome["subtype"] == "success", session.outcome
     return session
 
 
-def claude_for(api: Api, tmp_path: Path) -> Claude:
-    port = int(api.url.rsplit(":", 1)[1])
-    return Claude(tmp_path / "claude", model_url="", allowed_ports={port})
-
-
-async def test_claude_code_waits_past_its_lease_for_a_person_and_carries_on(api: Api, tmp_path: Path) -> None:
+async def test_claude_code_waits_past_its_lease_for_a_person_and_carries_on(
+    api: Api, agent: Agent, tmp_path: Path
+) -> None:
     _, token = await new_run(api, lease_ttl="20s")
     seen: dict[str, Any] = {}
 
@@ -150,9 +168,8 @@ async def test_claude_code_waits_past_its_lease_for_a_person_and_carries_on(api:
                 return [text("Charged, and the order went out once approved.")]
         raise AssertionError(f"turn {turn.number} is not in the script")
 
-    claude = claude_for(api, tmp_path)
     config = mcp_config(tmp_path / "mcp.json", f"{api.url}/mcp", token)
-    session = await headless(claude, script, "--strict-mcp-config", "--mcp-config", str(config))
+    session = await headless(agent, script, "--strict-mcp-config", "--mcp-config", str(config))
 
     assert len(session.model.turns) == 6
     listed = seen["tools"]
@@ -170,7 +187,7 @@ async def test_claude_code_waits_past_its_lease_for_a_person_and_carries_on(api:
     assert api.effects == [{"card": "visa"}, {"to": "ada@example.com"}]
 
 
-async def test_claude_code_shows_its_model_a_replay_and_the_broken_rule(api: Api, tmp_path: Path) -> None:
+async def test_claude_code_shows_its_model_a_replay_and_the_broken_rule(api: Api, agent: Agent, tmp_path: Path) -> None:
     run_id, token = await new_run(api, authority={"allow": ["shop__*"], "constraints": {"shop__charge": RULE}})
     seen: dict[str, ToolResult] = {}
 
@@ -189,9 +206,8 @@ async def test_claude_code_shows_its_model_a_replay_and_the_broken_rule(api: Api
                 return [text("The first charge stands; the stolen card is not allowed.")]
         raise AssertionError(f"turn {turn.number} is not in the script")
 
-    claude = claude_for(api, tmp_path)
     config = mcp_config(tmp_path / "mcp.json", f"{api.url}/mcp", token)
-    await headless(claude, script, "--strict-mcp-config", "--mcp-config", str(config))
+    await headless(agent, script, "--strict-mcp-config", "--mcp-config", str(config))
 
     assert api.effects == [{"card": "visa"}]  # once
     async with api.client("op") as c:
@@ -223,7 +239,7 @@ async def warrant(*args: str, env: dict[str, str]) -> str:
     return stdout.decode()
 
 
-async def test_warrant_connect_configures_claude_code_once_for_a_worker(api: Api, tmp_path: Path) -> None:
+async def test_warrant_connect_configures_claude_code_once_for_a_worker(api: Api, agent: Agent) -> None:
     run_id, _ = await new_run(api, lease=False)
     printed = await warrant(
         "connect",
@@ -240,7 +256,7 @@ async def test_warrant_connect_configures_claude_code_once_for_a_worker(api: Api
     assert "key-wrk" in command and run_id in command, command
     assert "wl_" not in command, command  # a worker key names the run: no lease token to paste per run
 
-    claude = claude_for(api, tmp_path)
+    claude = agent.claude
     added = await claude.run(*argv[1:])
     assert added.returncode == 0, added
     listed = await claude.run("mcp", "list")
@@ -262,7 +278,7 @@ async def test_warrant_connect_configures_claude_code_once_for_a_worker(api: Api
                 return [text("Nothing to do yet.")]
         raise AssertionError(f"turn {turn.number} is not in the script")
 
-    session = await headless(claude, script)
+    session = await headless(agent, script)
     assert len(session.model.turns) == 3
 
 
