@@ -79,21 +79,25 @@ class Ran:
 
 @dataclass
 class Claude:
-    """A Claude Code of its own: HOME, TMPDIR and working directory under `root`."""
+    """A Claude Code of its own: HOME, TMPDIR and working directory under `root`, and `claude` on
+    the PATH (`root/bin`), for commands a person would paste into a shell."""
 
     root: Path
     model_url: str  # the stand-in's base URL
     allowed_ports: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        for sub in ("home", "tmp", "work"):
+        for sub in ("home", "tmp", "work", "bin"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
+        link = self.root / "bin" / "claude"
+        if not link.is_symlink():
+            link.symlink_to(claude_executable())
         self.runs = 0
 
     @property
     def env(self) -> dict[str, str]:
         return {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PATH": f"{self.root / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
             "HOME": str(self.root / "home"),
             "TMPDIR": str(self.root / "tmp"),
             "LANG": "C.UTF-8",
@@ -114,6 +118,13 @@ class Claude:
     async def run(self, *args: str, time_limit: float = 60) -> Ran:
         """`claude args...`, stdin closed; fails the test if it reached anything but the allowed
         loopback ports (`allowed_ports`)."""
+        return await self._traced([str(claude_executable()), *args], " ".join(args[:2]), time_limit)
+
+    async def shell(self, command: str, env: dict[str, str], time_limit: float = 60) -> Ran:
+        """`sh -c command`, as a person's shell would run it (with `env` set too), checked alike."""
+        return await self._traced(["/bin/sh", "-c", command], command[:40], time_limit, env)
+
+    async def _traced(self, argv: list[str], what: str, time_limit: float, env: dict[str, str] | None = None) -> Ran:
         self.runs += 1
         trace = self.root / f"connections-{self.runs}.strace"
         process = await asyncio.create_subprocess_exec(
@@ -129,13 +140,12 @@ class Claude:
             "256",  # enough of a datagram to name the host a DNS query asks for
             "-o",
             str(trace),
-            str(claude_executable()),
-            *args,
+            *argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=self.root / "work",
-            env=self.env,
+            env={**self.env, **(env or {})},
         )
         try:
             stdout, stderr = await asyncio.wait_for(process.communicate(), time_limit)
@@ -143,7 +153,7 @@ class Claude:
             process.kill()
             stdout, stderr = await process.communicate()
             late = Ran(-1, stdout.decode(), stderr.decode(), [])
-            raise AssertionError(f"claude {' '.join(args)} ran over {time_limit} s\n{late}") from None
+            raise AssertionError(f"{what} ran over {time_limit} s\n{late}") from None
         record = trace.read_text()
         reached = destinations(record)
         outside = sorted({(a, p) for a, p in reached if a not in LOOPBACK or p not in self.allowed_ports})
@@ -152,5 +162,5 @@ class Claude:
             lines = "\n".join(
                 line for line in record.splitlines() if destinations(line) and set(destinations(line)) & set(outside)
             )
-            raise AssertionError(f"claude {args[:2]} reached beyond the test's servers: {outside}\n{lines}\n{ran}")
+            raise AssertionError(f"{what}: reached beyond the test's servers: {outside}\n{lines}\n{ran}")
         return ran
