@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.interop import nodejs
 from tests.interop.nodejs import INSTALL, MODULES
 
 VERSION = "2.1.332"  # the pin in tests/interop/node/package.json
@@ -67,11 +68,8 @@ def destinations(trace: str) -> list[tuple[str, int]]:
 
 
 @dataclass
-class Ran:
-    returncode: int
-    stdout: str
-    stderr: str
-    reached: list[tuple[str, int]]  # (address, port) of every connection and datagram
+class Ran(nodejs.Ran):
+    reached: list[tuple[str, int]] = field(default_factory=list)  # every connection's and datagram's
 
     def __str__(self) -> str:
         return f"exit {self.returncode}\nstdout:\n{self.stdout}\nstderr:\n{self.stderr}"

@@ -107,9 +107,14 @@ async def _no_model(turn: Turn) -> list[Block]:
     raise AssertionError("Claude Code asked its model before the test gave it a script")
 
 
-async def headless(agent: Agent, script: Script, *extra: str) -> Session:
-    """`claude -p PROMPT` with the stand-in playing `script` (extra: more arguments, e.g. --mcp-config)."""
+async def headless(agent: Agent, script: Script, *, mcp: tuple[str, str] | None = None) -> Session:
+    """`claude -p PROMPT` with the stand-in playing `script`; with `mcp` (URL, bearer token) Warrant is
+    the one MCP server (`--strict-mcp-config`), else the servers Claude Code was configured with."""
     agent.model.play(script)
+    extra: list[str] = []
+    if mcp:
+        config = mcp_config(agent.claude.root / "mcp.json", *mcp)
+        extra = ["--strict-mcp-config", "--mcp-config", str(config)]
     ran = await agent.claude.run(
         "-p",
         PROMPT,
@@ -167,8 +172,7 @@ async def test_claude_code_waits_past_its_lease_for_a_person_and_carries_on(
                 return [text("Charged, and the order went out once approved.")]
         raise AssertionError(f"turn {turn.number} is not in the script")
 
-    config = mcp_config(tmp_path / "mcp.json", f"{api.url}/mcp", token)
-    session = await headless(agent, script, "--strict-mcp-config", "--mcp-config", str(config))
+    session = await headless(agent, script, mcp=(f"{api.url}/mcp", token))
 
     assert len(session.model.turns) == 6
     listed = seen["tools"]
@@ -186,7 +190,7 @@ async def test_claude_code_waits_past_its_lease_for_a_person_and_carries_on(
     assert api.effects == [{"card": "visa"}, {"to": "ada@example.com"}]
 
 
-async def test_claude_code_shows_its_model_a_replay_and_the_broken_rule(api: Api, agent: Agent, tmp_path: Path) -> None:
+async def test_claude_code_shows_its_model_a_replay_and_the_broken_rule(api: Api, agent: Agent) -> None:
     run_id, token = await new_run(api, authority={"allow": ["shop__*"], "constraints": {"shop__charge": RULE}})
     seen: dict[str, ToolResult] = {}
 
@@ -205,8 +209,7 @@ async def test_claude_code_shows_its_model_a_replay_and_the_broken_rule(api: Api
                 return [text("The first charge stands; the stolen card is not allowed.")]
         raise AssertionError(f"turn {turn.number} is not in the script")
 
-    config = mcp_config(tmp_path / "mcp.json", f"{api.url}/mcp", token)
-    await headless(agent, script, "--strict-mcp-config", "--mcp-config", str(config))
+    await headless(agent, script, mcp=(f"{api.url}/mcp", token))
 
     assert api.effects == [{"card": "visa"}]  # once
     async with api.client("op") as c:
