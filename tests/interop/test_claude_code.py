@@ -70,6 +70,13 @@ class Session:
     model: ModelStandIn
 
     @property
+    def init(self) -> dict[str, Any]:
+        """Claude Code's first event: the session as it starts, its MCP servers' state included."""
+        first: dict[str, Any] = json.loads(self.ran.stdout.splitlines()[0])
+        assert (first["type"], first["subtype"]) == ("system", "init"), first
+        return first
+
+    @property
     def outcome(self) -> dict[str, Any]:
         last: dict[str, Any] = json.loads(self.ran.stdout.splitlines()[-1])
         return last
@@ -136,6 +143,9 @@ async def headless(agent: Agent, script: Script, *, mcp: tuple[str, str] | None 
     assert ran.returncode == 0, ran
     assert model.turns, f"the stand-in was never asked: {ran}"
     session = Session(ran, model)
+    # Connected before the model's first turn, so its tools were in that turn's list.
+    servers = {server["name"]: server["status"] for server in session.init["mcp_servers"]}
+    assert servers == {SERVER: "connected"}, session.init["mcp_servers"]
     assert session.outcome["subtype"] == "success", session.outcome
     return session
 
