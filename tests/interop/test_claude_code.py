@@ -200,6 +200,33 @@ async def test_claude_code_waits_past_its_lease_for_a_person_and_carries_on(
     assert api.effects == [{"card": "visa"}, {"to": "ada@example.com"}]
 
 
+async def test_claude_code_superseded_after_an_idle_expiry_sends_nothing(api: Api, agent: Agent) -> None:
+    run_id, token = await new_run(api, lease_ttl="20s")
+    seen: dict[str, ToolResult] = {}
+
+    async def script(turn: Turn) -> list[Block]:
+        match turn.number:
+            case 1:
+                return [use(tool("shop__charge"), {"card": "visa"})]
+            case 2:  # idle past the TTL; meanwhile another worker acquires the run (no takeover needed)
+                seen["write"] = turn.result
+                api.clock.advance(30)
+                async with api.client("op") as c:
+                    replaced = await c.post(f"/api/runs/{run_id}/lease", json={"worker": "replacement"})
+                    assert replaced.status_code in (200, 201), replaced.text
+                return [use(tool("shop__charge"), {"card": "amex"})]
+            case 3:
+                seen["late"] = turn.result
+                return [text("Another worker holds this run now; stopping.")]
+        raise AssertionError(f"turn {turn.number} is not in the script")
+
+    await headless(agent, script, mcp=(f"{api.url}/mcp", token))
+    assert not seen["write"].is_error, seen["write"].text
+    late = seen["late"]
+    assert late.is_error and "lease_superseded" in late.text, late.text  # fencing: the old token is dead
+    assert api.effects == [{"card": "visa"}]  # the late write was not sent
+
+
 async def test_claude_code_shows_its_model_a_replay_and_the_broken_rule(api: Api, agent: Agent) -> None:
     run_id, token = await new_run(api, authority={"allow": ["shop__*"], "constraints": {"shop__charge": RULE}})
     seen: dict[str, ToolResult] = {}
