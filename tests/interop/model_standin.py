@@ -112,8 +112,8 @@ class ModelStandIn:
     def play(self, script: Script) -> None:
         """From now on, play `script`, from its first turn."""
         self.script = script
-        self.turns.clear()
-        self.side.clear()
+        for seen in (self.turns, self.side, self.unexpected, self.failures):
+            seen.clear()
 
     @property
     def app(self) -> Starlette:
