@@ -66,10 +66,20 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 
+# The Claude Code tests (tests/interop/test_claude_code.py) record every connection the CLI makes with
+# strace, and fail on any beyond the test's loopback servers; installed from Debian's packages when
+# missing.
+STRACE := /usr/bin/strace
+
+$(STRACE):
+	@command -v apt-get >/dev/null || { echo "the Claude Code tests need strace at $(STRACE)" >&2; exit 1; }
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null
+
 run: $(RUN_STAMP)
 	$(BIN)/python -m gateway.devrun
 
-test: $(DEV_STAMP) $(NODE_STAMP) $(PY_AGENTS) $(BROWSER)
+test: $(DEV_STAMP) $(NODE_STAMP) $(PY_AGENTS) $(BROWSER) $(STRACE)
 	$(BIN)/ruff check gateway tests bench examples
 	$(BIN)/mypy
 	$(BIN)/pytest -q
