@@ -79,10 +79,13 @@ $(STRACE):
 run: $(RUN_STAMP)
 	$(BIN)/python -m gateway.devrun
 
+# Two pytest-xdist workers: the suite's time on a two-core machine (pyproject.toml, dev extras).
+TEST_WORKERS ?= 2
+
 test: $(DEV_STAMP) $(NODE_STAMP) $(PY_AGENTS) $(BROWSER) $(STRACE)
 	$(BIN)/ruff check gateway tests bench examples
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check gateway tests bench
