@@ -80,6 +80,7 @@ class BadEntry:
     seq: int | None
     code: str  # stable: entry_missing, entry_unlinked, entry_malformed, entry_edited, head_*, tail_missing, ...
     problem: str
+    field: str | None = None  # the row's column a `*_row_edited` names (problem says it in prose)
 
     def as_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "seq": self.seq, "problem": self.problem}

@@ -116,12 +116,13 @@ def run_facts(conn: Any, run_id: str) -> dict[str, Any]:
 
 @dataclass
 class ActionRows:
-    """What verify reads of one run's action rows, in one pass (replay.py `check_rows`, `check_run`,
-    `check_purge_marks`)."""
+    """What verify reads of one run's action rows, in one pass (replay.py `check_rows`,
+    `check_row_fields`, `check_run`, `check_purge_marks`)."""
 
     statuses: dict[str, str] = field(default_factory=dict)  # action id -> status
     held: dict[str, dict[str, int]] = field(default_factory=dict)  # admitted and unknown -> reservation
     marked: list[str] = field(default_factory=list)  # marked purged (`bodies_purged_at`)
+    fields: dict[str, dict[str, Any]] = field(default_factory=dict)  # reason, created_at, settled_at
 
 
 def action_rows(conn: Any, run_id: str) -> ActionRows:
@@ -130,12 +131,14 @@ def action_rows(conn: Any, run_id: str) -> ActionRows:
     after = 0
     while True:
         rows = conn.execute(
-            "SELECT seq, action_id, status, reserved_spend, reserved_calls, reserved_writes, bodies_purged_at "
+            "SELECT seq, action_id, status, reserved_spend, reserved_calls, reserved_writes, bodies_purged_at, "
+            "reason, created_at, settled_at "
             "FROM actions WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
             (run_id, after, ENTRIES_PER_PAGE),
         ).fetchall()
         for r in rows:
             found.statuses[r["action_id"]] = r["status"]
+            found.fields[r["action_id"]] = {c: r[c] for c in ("reason", "created_at", "settled_at")}
             if r["status"] in ("admitted", "unknown"):
                 found.held[r["action_id"]] = {
                     "spend": r["reserved_spend"],

@@ -5,8 +5,10 @@ The chain says what happened to each action and each approval of a run (`action_
 `approval_restored`, and an admit naming the approval it used). The current `status` of every
 `actions` and `approvals` row must be the one its last chained statement gives it, and every
 action or approval the chain names must still have its row. One row may stand unchained: an
-admitted read, whose one entry is written when it settles. Two edits behind the gateway's back
-change what the gate does, and both are caught here: a succeeded write marked `failed` (the
+admitted read, whose one entry is written when it settles. From entry version 2 an action row's
+`reason`, `created_at` and `settled_at` are the chain's too (the bundle check's rule; an action
+only version-1 entries describe is exempt). Two edits behind the gateway's back change what the
+gate does, and both are caught here: a succeeded write marked `failed` (the
 identical write would be executed again) and a denied approval marked `approved` (the denied
 payload would be executed). Every body the chain needs stored (an admitted write's payload; from
 entry version 2 also results, approvals' payloads and contracts) is still stored, or a later
@@ -28,6 +30,7 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.clock import isoformat
 from gateway.domain.lifecycle import RunStatus
 from gateway.domain.units import headroom, parse_money
 from gateway.store.chain import BadEntry, EntryRow, entry_version
@@ -54,6 +57,9 @@ class ChainState:
     purged: dict[str, int] = field(default_factory=dict)  # body -> seq of the last `bodies_purged` naming it
     purged_actions: set[str] = field(default_factory=set)  # actions a `bodies_purged` entry names
     v1_actions: set[str] = field(default_factory=set)  # actions a version-1 entry describes
+    # Action -> its row's `reason`, `created_at` and `settled_at` as version-2 entries state them
+    # (times as the entries write them, RFC 3339); a version-1 entry states none of them.
+    stated: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The run row's counters, replayed: spent only grows (settles, usage, a child's return), the
     # reservation is what is in flight (admitted or unknown actions, children's carves).
     effects: dict[str, str] = field(default_factory=dict)  # action -> effect, from its admission
@@ -108,6 +114,8 @@ class ChainState:
             self.purged_actions.update(a for a in data.get("actions") or () if isinstance(a, str))
         if isinstance(action_id, str) and kind.startswith("action_") and not v2:
             self.v1_actions.add(action_id)
+        if v2 and isinstance(action_id, str):
+            self._state_row(kind, action_id, data, body.get("at"))
         if kind == "action_admitted" and isinstance(action_id, str):
             self.actions[action_id] = "admitted"
             self.effects[action_id] = str(data.get("effect"))
@@ -132,6 +140,19 @@ class ChainState:
             self.approvals[approval_id] = data["status"]
         else:
             self.approvals[approval_id] = kind[len(_APPROVAL_DECIDED) :]
+
+    def _state_row(self, kind: str, action_id: str, data: Mapping[str, Any], at: Any) -> None:
+        """What a version-2 action entry says of its row's reason and times (the bundle check's
+        rule, ledger_bundle.py `_Ledger.observe`)."""
+        if kind == "action_admitted":
+            self.stated.setdefault(action_id, {}).update(reason=None, created_at=at, settled_at=None)
+        elif kind == "action_rejected":
+            self.stated.setdefault(action_id, {}).update(reason=data.get("reason"), created_at=at, settled_at=at)
+        elif kind == "action_settled":
+            stated = self.stated.setdefault(action_id, {})
+            stated.update(reason=data.get("reason"), settled_at=at)
+            if "admitted_at" in data:  # a read's one entry
+                stated["created_at"] = data["admitted_at"]
 
     def _needs(self, sha256: str, seq: int) -> None:
         self.bodies[sha256] = max(seq, self.bodies.get(sha256, 0))
@@ -185,6 +206,31 @@ def check_rows(
                 )
         for row_id in sorted(set(derived) - set(rows)):
             return BadEntry(run_id, None, f"{noun}_row_missing", f"{noun} {row_id} is in the chain, its row is gone")
+    return None
+
+
+def check_row_fields(run_id: str, state: ChainState, rows: Mapping[str, Mapping[str, Any]]) -> BadEntry | None:
+    """The first `reason`, `created_at` or `settled_at` of an action row (`rows`: id -> those
+    columns, times as the store keeps them) that a version-2 entry states otherwise. Only what
+    version-2 entries state is compared: an action only version-1 entries describe is exempt."""
+    for action_id, stated in sorted(state.stated.items()):
+        row = rows.get(action_id)
+        if row is None:
+            continue  # a row gone is check_rows' to name
+        for column in ("reason", "created_at", "settled_at"):
+            if column not in stated:
+                continue
+            value = row.get(column)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                value = isoformat(value)
+            if value != stated[column]:
+                return BadEntry(
+                    run_id,
+                    None,
+                    "action_row_edited",
+                    f"action {action_id}'s {column} is {value}, the chain says {stated[column]}",
+                    field=column,
+                )
     return None
 
 

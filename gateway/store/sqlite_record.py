@@ -27,7 +27,15 @@ from gateway.store.records import (
     ToolPin,
     ToolPins,
 )
-from gateway.store.replay import ChainState, check_bodies, check_purge_marks, check_rows, check_run, replayed
+from gateway.store.replay import (
+    ChainState,
+    check_bodies,
+    check_purge_marks,
+    check_row_fields,
+    check_rows,
+    check_run,
+    replayed,
+)
 from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
 from gateway.store.sqlite_rows import (
     action_from_row,
@@ -91,6 +99,7 @@ class RecordOps(SQLiteBase):
                 if bad is None:  # the chain holds: do the rows the gate decides from agree with it?
                     actions = action_rows(conn, run_id)
                     bad = check_rows(run_id, state, actions.statuses, run_statuses(conn, "approvals", run_id))
+                    bad = bad or check_row_fields(run_id, state, actions.fields)
                     bad = bad or check_run(run_id, state, run_facts(conn, run_id), actions.held)
                     bad = bad or check_bodies(run_id, state, present_bodies(conn, state.bodies))
                     bad = bad or check_purge_marks(run_id, state, actions.marked)

@@ -124,6 +124,17 @@ async def test_version_1_chains_go_on_with_version_2_entries_and_still_verify(v1
         assert (bundle.ok, bundle.first_bad) == (True, None), run_id
 
 
+async def test_verify_holds_no_version_1_action_to_the_reason_and_times_version_2_states(v1_world: World) -> None:
+    # Version 1 never chained them: the same edits verify names on a version-2 action
+    # (test_store_ledger_replay.py) are no finding here, as the bundle check exempts them too.
+    rows = v1_world.backend._execute(("SELECT action_id FROM actions ORDER BY seq", ()))  # type: ignore[attr-defined]
+    assert rows
+    for row in rows:
+        v1_world.backend.set_row("actions", "action_id", row["action_id"], reason="edited", created_at=1.0)
+    report = await v1_world.store.verify_ledger()
+    assert (report.ok, report.first_bad) == (True, None)
+
+
 # -- version 2: a purged mark needs its purge entry -----------------------------------------------
 async def test_a_bundle_listing_a_result_as_purged_with_no_purge_entry_is_refused(world: World) -> None:
     run = await world.new_run()

@@ -268,3 +268,58 @@ async def test_counters_verify_through_flights_failures_unknowns_children_succes
     assert (await world.run(live.run_id)).status.terminal  # the parent's cancel reached it
     counters = _counters(world, run.run_id)
     assert counters["tool_calls_spent"] > 0 and counters["spend_spent"] > 0 and counters["epoch"] == 3
+
+
+# -- version 2: an action row's reason and times are the chain's (ledger_bundle.py's rule) ----------
+def _named(report: object) -> tuple[str, str, str | None]:
+    bad = getattr(report, "first_bad", None)
+    assert bad is not None, "verify found nothing wrong"
+    return bad.run_id, bad.code, bad.field
+
+
+async def _action_of(world: World, run_id: str, tool: str) -> str:
+    return next(a.action_id for a in reversed(await world.actions(run_id)) if a.tool == tool)
+
+
+@pytest.mark.parametrize(
+    ("tool", "column", "value"),
+    [
+        ("t__denied", "reason", "nothing was refused here"),  # a refusal's reason
+        ("t__write", "reason", "someone explains it away"),  # a settle's (null) reason
+        ("t__write", "created_at", 1_700_000_000.0),
+        ("t__write", "settled_at", 1_700_000_000.0),
+        ("t__write", "settled_at", None),
+        ("t__read", "created_at", 1_700_000_000.0),  # a read's one entry: its admitted_at
+        ("t__denied", "settled_at", 1_700_000_000.0),
+    ],
+)
+async def test_verify_names_an_edited_reason_or_time_of_a_version_2_action(
+    world: World, tool: str, column: str, value: object
+) -> None:
+    run = await world.new_run()
+    await world.call(run.token, tool, {"q": "x"} if tool == "t__read" else {"text": "x"} if tool != "t__denied" else {})
+    action_id = await _action_of(world, run.run_id, tool)
+    await _ok(world)
+    world.backend.set_row("actions", "action_id", action_id, **{column: value})
+    assert _named(await world.store.verify_ledger()) == (run.run_id, "action_row_edited", column)
+
+
+async def test_verify_names_an_edited_reason_or_time_after_a_reconcile_a_purge_and_a_restore(world: World) -> None:
+    run = await world.new_run()
+    world.tools.modes["write"] = "crash"
+    lost = await world.call(run.token, "t__write", {"text": "lost"})
+    world.tools.modes["write"] = "ok"
+    await world.call(run.token, "t__write", {"text": "kept"})
+    world.clock.advance(60)
+    await world.store.purge_bodies(PurgeScope(tenant=TENANT), by="ops", reason="retention")
+    await world.store.mark_restored(by="ops")
+    assert lost.structured is not None
+    action_id = lost.structured["error"]["action_id"]
+    await world.store.settle(action_id, Settlement(SettleKind.SUCCEEDED, reason="found"))
+    await _ok(world)
+    for column, value in (("reason", "not found"), ("settled_at", world.clock.now() + 1)):
+        before = world.backend._execute((f"SELECT {column} AS v FROM actions WHERE action_id = ?", (action_id,)))[0]
+        world.backend.set_row("actions", "action_id", action_id, **{column: value})
+        assert _named(await world.store.verify_ledger()) == (run.run_id, "action_row_edited", column)
+        world.backend.set_row("actions", "action_id", action_id, **{column: before["v"]})
+    await _ok(world)
