@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/mcp_proxy.py [--calls N] [--clients C] [--concurrent-calls M] [--warmup W]
         [--rounds R] [--modes direct,minimal,fastmcp,warrant] [--transport http|stdio]
-        [--warrant-transport http|stdio] [--base-tree DIR]
+        [--warrant-transport http|stdio] [--base-tree DIR] [--core N]
 
 One downstream MCP server program, `examples/mcp_files_server.py`, whose notebook holds one note;
 the tool measured is its `read_note {title}` (read-only, microseconds of work). It runs once as
@@ -20,6 +20,10 @@ client (`mcp.Client` over streamable HTTP, protocol 2026-07-28), and it calls th
               the downstream as a `kind: mcp` adapter; a run and a lease made through the operator
               API; `files__read_note` allowed by policy and contract): every call admitted and
               recorded by the gate
+    warrant-key  (not in the default set) client -> the same, on `/mcp/runs/{run_id}` with a stored
+              worker API key instead of a lease token: the gateway holds the lease for the key
+              (docs/sessions.md), so each request also authenticates the key, reads the run and
+              finds the held lease before the same front and gate
 
 `--transport` says how the three proxies reach the downstream: `http` (default), the one HTTP
 server above (`url:` for Warrant), or `stdio`, each proxy its own child running the same program
@@ -40,7 +44,8 @@ or a wrong text stops the run). CPU per call is read from /proc: user + system t
 process (and of the proxy's threads other than its event loop's) over the phase, divided by its
 calls. `--base-tree DIR` adds a mode `warrant-base`: `warrant serve` run from another checkout
 (e.g. `git worktree add --detach /tmp/base HEAD`), to measure a change against its base in the
-same rounds.
+same rounds. `--core N` puts every process (client, downstream, proxy) on core N, for a machine
+that can spare one core only: CPU per call stays comparable, throughput and `core 0/1` do not.
 
 The same file is also each proxy's program (`--role minimal-proxy|fastmcp-proxy`), so its
 top-level imports are the standard library's only.
@@ -71,6 +76,7 @@ FASTMCP_VENV = ROOT / "bench" / ".venv-fastmcp"
 FASTMCP_SPEC = "fastmcp==4.2.3"  # the latest release when this benchmark was written; it pulls mcp 2.3.0
 CLIENT_CORE, DOWNSTREAM_CORE, PROXY_CORE = 0, 0, 1
 MODES = ("direct", "minimal", "fastmcp", "warrant")
+EXTRA_MODES = ("warrant-key",)  # measured only when named in --modes
 TOOL = "read_note"
 WARRANT_TOOL = "files__read_note"
 ARGUMENTS = {"title": "bench"}
@@ -376,7 +382,8 @@ async def measure(target: Target, clients: int, calls: int, downstream: Proc, wa
 
 # -- Warrant ------------------------------------------------------------------------------------
 async def start_warrant(mode: str, tree: Path, folder: Path, downstream: str) -> tuple[Target, Proc]:
-    """`warrant serve` from the checkout `tree` (this one, or `--base-tree`), a run and a lease."""
+    """`warrant serve` from the checkout `tree` (this one, or `--base-tree`), a run and a lease; for
+    `warrant-key`, a run and a stored worker key instead, the target `/mcp/runs/{run_id}`."""
     import httpx
 
     port = free_port()
@@ -418,7 +425,14 @@ async def start_warrant(mode: str, tree: Path, folder: Path, downstream: str) ->
         }
         run = await api.post("/api/runs", json=contract)
         run.raise_for_status()
-        grant = await api.post(f"/api/runs/{run.json()['run_id']}/lease", json={"worker": "bench"})
+        run_id = run.json()["run_id"]
+        if mode == "warrant-key":
+            # a stored key (`warrant keys create`), not a bootstrap one: its lookup is a store read
+            key = await api.post("/api/keys", json={"name": "bench-worker", "roles": ["worker"]})
+            key.raise_for_status()
+            headers = {"Authorization": f"Bearer {key.json()['key']}"}
+            return Target(mode, f"{base}/mcp/runs/{run_id}", WARRANT_TOOL, proc, headers), proc
+        grant = await api.post(f"/api/runs/{run_id}/lease", json={"worker": "bench"})
         grant.raise_for_status()
     token = grant.json()["token"]
     headers = {"Authorization": f"Bearer {token}"}
@@ -515,7 +529,7 @@ def goals(table: dict[tuple[str, int], Phase], clients: int) -> None:
 
 async def main(options: argparse.Namespace) -> int:
     modes = [m for m in options.modes.split(",") if m]
-    unknown = set(modes) - {*MODES, *(["warrant-base"] if options.base_tree else [])}
+    unknown = set(modes) - {*MODES, *EXTRA_MODES, *(["warrant-base"] if options.base_tree else [])}
     if unknown:
         print(f"unknown modes: {sorted(unknown)}", file=sys.stderr)
         return 2
@@ -562,7 +576,7 @@ async def main(options: argparse.Namespace) -> int:
                     procs.append(proc)
                     targets.append(Target(mode, f"http://127.0.0.1:{proxy_port}/mcp", TOOL, proc))
                 else:
-                    tree = ROOT if mode == "warrant" else options.base_tree
+                    tree = options.base_tree if mode == "warrant-base" else ROOT
                     target, proc = await start_warrant(mode, tree, folder, reach[how])
                     procs.append(proc)
                     targets.append(target)
@@ -636,7 +650,9 @@ if __name__ == "__main__":
     )
     parser.add_argument("--warmup", type=int, default=50, help="warm-up calls per mode and round (default 50)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds the calls are split over (default 2)")
-    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
+    parser.add_argument(
+        "--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES + EXTRA_MODES)}"
+    )
     parser.add_argument(
         "--transport",
         choices=["http", "stdio"],
@@ -651,6 +667,12 @@ if __name__ == "__main__":
         metavar="DIR",
         help="another checkout (e.g. a `git worktree` of the commit before a change): adds mode warrant-base, "
         "`warrant serve` run from DIR, measured in the same rounds",
+    )
+    parser.add_argument(
+        "--core",
+        type=int,
+        metavar="N",
+        help="every process on core N (default: client and downstream on core 0, the proxy on core 1)",
     )
     parser.add_argument("--role", choices=["minimal-proxy", "fastmcp-proxy"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -668,4 +690,6 @@ if __name__ == "__main__":
         if options.base_tree:
             options.base_tree = Path(options.base_tree).resolve()
         options.warrant_transport = options.warrant_transport or options.transport
+        if options.core is not None:
+            CLIENT_CORE = DOWNSTREAM_CORE = PROXY_CORE = options.core
         sys.exit(asyncio.run(main(options)))
