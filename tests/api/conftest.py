@@ -61,6 +61,22 @@ class Api:
         gateway: Gateway = self.app.state.gateway
         return gateway
 
+    async def new_run(self, key: str = "op", **changes: Any) -> str:
+        """A run of CONTRACT (with `changes`), created by `key`; its run_id."""
+        async with self.client(key) as c:
+            answer = await c.post("/api/runs", json={**CONTRACT, **changes})
+        assert answer.status_code == 201, answer.text
+        run_id: str = answer.json()["run_id"]
+        return run_id
+
+    async def lease_token(self, run_id: str, worker: str = "agent", *, takeover: bool = False) -> str:
+        """A lease token for `run_id`, granted by the operator key."""
+        async with self.client("op") as c:
+            answer = await c.post(f"/api/runs/{run_id}/lease", json={"worker": worker, "takeover": takeover})
+        assert answer.status_code == 201, answer.text
+        token: str = answer.json()["token"]
+        return token
+
 
 def shop_adapter(effects: list[dict[str, Any]]) -> PythonAdapter:
     shop = PythonAdapter("shop")

@@ -43,12 +43,6 @@ async def connect(api: Api, cwd: Path, *args: str, env: dict[str, str] | None = 
     return done.returncode, done.stdout.decode(), done.stderr.decode()
 
 
-async def new_run(api: Api) -> str:
-    async with api.client("op") as c:
-        run_id: str = (await c.post("/api/runs", json=CONTRACT)).json()["run_id"]
-    return run_id
-
-
 async def use_http_entry(entry: dict[str, Any]) -> Any:
     async with httpx2.AsyncClient(headers=entry["headers"], timeout=10) as http:
         async with Client(streamable_http_client(entry["url"], http_client=http), cache=None) as client:
@@ -59,7 +53,7 @@ async def use_http_entry(entry: dict[str, Any]) -> Any:
 async def test_the_printed_http_configuration_connects_as_printed(
     api: Api, tmp_path: Path, client: str, top: str
 ) -> None:
-    run_id = await new_run(api)
+    run_id = await api.new_run()
     status, out, _ = await connect(api, tmp_path, "--client", client, "--run", run_id)
     assert status == 0
     entry = json.loads(out)[top]["warrant"]
@@ -72,7 +66,7 @@ async def test_the_printed_http_configuration_connects_as_printed(
 
 
 async def test_the_printed_claude_desktop_configuration_runs_the_bridge_for_the_run(api: Api, tmp_path: Path) -> None:
-    run_id = await new_run(api)
+    run_id = await api.new_run()
     status, out, _ = await connect(api, tmp_path, "--client", "claude-desktop", "--run", run_id)
     assert status == 0
     entry = json.loads(out)["mcpServers"]["warrant"]
@@ -91,7 +85,7 @@ async def test_the_printed_claude_desktop_configuration_runs_the_bridge_for_the_
 
 
 async def test_write_merges_the_entry_and_keeps_the_others(api: Api, tmp_path: Path) -> None:
-    run_id = await new_run(api)
+    run_id = await api.new_run()
     target = tmp_path / ".cursor" / "mcp.json"
     target.parent.mkdir()
     target.write_text(json.dumps({"mcpServers": {"other": {"url": "http://x/mcp"}}, "theme": "dark"}))
@@ -129,7 +123,7 @@ async def test_a_contract_file_makes_the_run_first_with_the_operator_key(api: Ap
 
 
 async def test_the_claude_code_line_is_the_claude_mcp_add_command(api: Api, tmp_path: Path) -> None:
-    run_id = await new_run(api)
+    run_id = await api.new_run()
     status, out, _ = await connect(api, tmp_path, "--client", "claude-code", "--run", run_id, "--name", "acme")
     assert status == 0
     argv = shlex.split(out.strip())

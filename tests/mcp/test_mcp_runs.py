@@ -15,20 +15,12 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.api.conftest import CONTRACT, Api
+from tests.api.conftest import Api
 
 pytestmark = pytest.mark.anyio
 
 MODES = ["auto", "legacy"]
 SHORT = {"lease_ttl": "20s"}
-
-
-async def new_run(api: Api, key: str = "op", **changes: Any) -> str:
-    async with api.client(key) as c:
-        answer = await c.post("/api/runs", json={**CONTRACT, **changes})
-    assert answer.status_code == 201, answer.text
-    run_id: str = answer.json()["run_id"]
-    return run_id
 
 
 @asynccontextmanager
@@ -46,11 +38,7 @@ async def lease_of(api: Api, run_id: str) -> dict[str, Any]:
 
 
 async def take_over(api: Api, run_id: str, worker_name: str = "agent-2", *, takeover: bool = True) -> str:
-    async with api.client("op") as c:
-        answer = await c.post(f"/api/runs/{run_id}/lease", json={"worker": worker_name, "takeover": takeover})
-    assert answer.status_code == 201, answer.text
-    token: str = answer.json()["token"]
-    return token
+    return await api.lease_token(run_id, worker_name, takeover=takeover)
 
 
 async def refused_on_call(api: Api, run_id: str, key: str) -> str:
@@ -80,7 +68,7 @@ def code_of(result: Any) -> str | None:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_worker_key_naming_its_run_lists_reads_and_meets_the_gate(api: Api, mode: str) -> None:
-    run_id = await new_run(api)
+    run_id = await api.new_run()
     async with worker(api, run_id, mode=mode) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         read = await client.call_tool("shop__find", {"q": "x"})
@@ -94,7 +82,7 @@ async def test_a_worker_key_naming_its_run_lists_reads_and_meets_the_gate(api: A
 
 
 async def test_every_connection_of_the_key_shares_one_held_lease(api: Api) -> None:
-    run_id = await new_run(api)
+    run_id = await api.new_run()
     for mode in MODES:
         async with worker(api, run_id, mode=mode) as client:
             assert (await client.call_tool("shop__find", {"q": "x"})).is_error is False
@@ -105,7 +93,7 @@ async def test_every_connection_of_the_key_shares_one_held_lease(api: Api) -> No
 
 
 async def test_an_approval_decided_by_a_person_is_used_by_the_same_worker_connection(api: Api) -> None:
-    run_id = await new_run(api)
+    run_id = await api.new_run()
     async with worker(api, run_id) as client:
         asked = await client.call_tool("shop__order", {"to": "bob@example.com"})
         approval = asked.structured_content["error"]["approval_id"]  # type: ignore[index]
@@ -118,7 +106,7 @@ async def test_an_approval_decided_by_a_person_is_used_by_the_same_worker_connec
 
 # -- who may, and which runs ---------------------------------------------------------------------
 async def test_another_tenants_run_answers_as_one_that_does_not_exist(api: Api) -> None:
-    run_id = await new_run(api)
+    run_id = await api.new_run()
     async with httpx2.AsyncClient(timeout=10) as http:
         theirs = await http.post(
             f"{api.url}/mcp/runs/{run_id}", headers={"Authorization": "Bearer key-other"}, json=_list()
@@ -136,7 +124,7 @@ async def test_another_tenants_run_answers_as_one_that_does_not_exist(api: Api) 
 
 
 async def test_an_unknown_key_is_401_and_a_role_without_leases_is_403(api: Api) -> None:
-    run_id = await new_run(api)
+    run_id = await api.new_run()
     async with httpx2.AsyncClient(timeout=10) as http:
         unknown = await http.post(
             f"{api.url}/mcp/runs/{run_id}", headers={"Authorization": "Bearer nope"}, json=_list()
@@ -149,7 +137,7 @@ async def test_an_unknown_key_is_401_and_a_role_without_leases_is_403(api: Api) 
 
 
 async def test_a_run_another_worker_holds_is_refused_naming_the_holder(api: Api) -> None:
-    run_id = await new_run(api)
+    run_id = await api.new_run()
     await take_over(api, run_id, "someone-else", takeover=False)
     message = await refused_on_call(api, run_id, "key-wrk")
     assert message.startswith("[lease_held]") and "someone-else" in message
@@ -158,7 +146,7 @@ async def test_a_run_another_worker_holds_is_refused_naming_the_holder(api: Api)
 
 # -- fencing ---------------------------------------------------------------------------------------
 async def test_a_taken_over_held_lease_stays_dead_for_the_key(api: Api) -> None:
-    run_id = await new_run(api, **SHORT)
+    run_id = await api.new_run(**SHORT)
     async with worker(api, run_id) as client:
         assert (await client.call_tool("shop__find", {"q": "x"})).is_error is False
         await take_over(api, run_id)
@@ -183,7 +171,7 @@ async def test_a_taken_over_held_lease_stays_dead_for_the_key(api: Api) -> None:
 
 
 async def test_after_an_idle_expiry_a_takeover_kills_the_keys_held_lease(api: Api) -> None:
-    run_id = await new_run(api, **SHORT)
+    run_id = await api.new_run(**SHORT)
     async with worker(api, run_id) as client:
         assert (await client.call_tool("shop__find", {"q": "x"})).is_error is False
         api.clock.advance(30)
@@ -194,7 +182,7 @@ async def test_after_an_idle_expiry_a_takeover_kills_the_keys_held_lease(api: Ap
 
 
 async def test_a_cancelled_run_answers_the_worker_key_with_its_refusal(api: Api) -> None:
-    run_id = await new_run(api)
+    run_id = await api.new_run()
     async with worker(api, run_id) as client:
         assert (await client.call_tool("shop__find", {"q": "x"})).is_error is False
         async with api.client("op") as c:
@@ -205,7 +193,7 @@ async def test_a_cancelled_run_answers_the_worker_key_with_its_refusal(api: Api)
 
 # -- agents that wait on people (the gate's lease rules: gateway/domain/admission.py) -------------
 async def test_a_worker_key_idle_past_the_ttl_carries_on(api: Api) -> None:
-    run_id = await new_run(api, **SHORT)
+    run_id = await api.new_run(**SHORT)
     async with worker(api, run_id) as client:
         assert (await client.call_tool("shop__find", {"q": "x"})).is_error is False
         api.clock.advance(30)
@@ -215,7 +203,7 @@ async def test_a_worker_key_idle_past_the_ttl_carries_on(api: Api) -> None:
 
 
 async def test_an_approval_decided_after_the_ttl_is_usable_through_the_worker_key(api: Api) -> None:
-    run_id = await new_run(api, **SHORT)
+    run_id = await api.new_run(**SHORT)
     async with worker(api, run_id) as client:
         asked = await client.call_tool("shop__order", {"to": "bob@example.com"})
         approval = asked.structured_content["error"]["approval_id"]  # type: ignore[index]

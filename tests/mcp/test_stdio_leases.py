@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-from tests.api.conftest import CONTRACT, Api
+from tests.api.conftest import Api
 from tests.harness import free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -42,20 +42,6 @@ async def bridged(params: StdioServerParameters, errlog: Path, mode: str = "lega
     with errlog.open("w") as err:
         async with Client(stdio_client(params, errlog=err), mode=mode, cache=None) as client:
             yield client
-
-
-async def new_run(api: Api, **changes: Any) -> str:
-    async with api.client("op") as c:
-        run_id: str = (await c.post("/api/runs", json={**CONTRACT, **changes})).json()["run_id"]
-    return run_id
-
-
-async def lease_token(api: Api, run_id: str, worker: str = "agent", *, takeover: bool = False) -> str:
-    async with api.client("op") as c:
-        answer = await c.post(f"/api/runs/{run_id}/lease", json={"worker": worker, "takeover": takeover})
-    assert answer.status_code == 201, answer.text
-    token: str = answer.json()["token"]
-    return token
 
 
 async def lease_of(api: Api, run_id: str) -> dict[str, Any]:
@@ -127,7 +113,7 @@ async def test_a_bad_token_stops_the_bridge_with_a_clear_message(api: Api) -> No
 
 
 async def test_a_bad_worker_key_stops_the_bridge_with_a_clear_message(api: Api) -> None:
-    run_id = await new_run(api)
+    run_id = await api.new_run()
     status, out, err = await run_bridge_once(api.url, {"WARRANT_API_KEY": "key-nobody"}, "--run", run_id)
     assert status == 2
     assert "refused this API key" in err
@@ -146,8 +132,8 @@ async def test_a_gateway_that_is_down_is_unavailable_and_retryable(tmp_path: Pat
 
 # -- renewal while connected -------------------------------------------------------------------
 async def test_a_bridge_idle_past_the_ttl_carries_on_with_the_same_token(api: Api, tmp_path: Path) -> None:
-    run_id = await new_run(api, **SHORT)
-    token = await lease_token(api, run_id)
+    run_id = await api.new_run(**SHORT)
+    token = await api.lease_token(run_id)
     params = bridge_params(api.url, {"WARRANT_TOKEN": token}, "--renew-every", "0.2")
     async with bridged(params, tmp_path / "err") as client:
         await idle(api, run_id, 30)
@@ -157,8 +143,8 @@ async def test_a_bridge_idle_past_the_ttl_carries_on_with_the_same_token(api: Ap
 
 
 async def test_an_approval_decided_after_the_ttl_is_usable_through_the_bridge(api: Api, tmp_path: Path) -> None:
-    run_id = await new_run(api, **SHORT)
-    token = await lease_token(api, run_id)
+    run_id = await api.new_run(**SHORT)
+    token = await api.lease_token(run_id)
     params = bridge_params(api.url, {"WARRANT_TOKEN": token}, "--renew-every", "0.2")
     async with bridged(params, tmp_path / "err") as client:
         asked = await client.call_tool("shop__order", {"to": "bob@example.com"})
@@ -174,12 +160,12 @@ async def test_an_approval_decided_after_the_ttl_is_usable_through_the_bridge(ap
 
 
 async def test_after_an_idle_expiry_a_takeover_kills_the_bridges_token(api: Api, tmp_path: Path) -> None:
-    run_id = await new_run(api, **SHORT)
-    token = await lease_token(api, run_id)
+    run_id = await api.new_run(**SHORT)
+    token = await api.lease_token(run_id)
     params = bridge_params(api.url, {"WARRANT_TOKEN": token}, "--renew-every", "3600")  # renews nothing here
     async with bridged(params, tmp_path / "err") as client:
         api.clock.advance(30)
-        await lease_token(api, run_id, "agent-2")  # expired: no takeover needed, the epoch moves on
+        await api.lease_token(run_id, "agent-2")  # expired: no takeover needed, the epoch moves on
         late = await client.call_tool("shop__charge", {"card": "visa"})
     assert code_of(late) == "lease_superseded"
     assert api.effects == []
@@ -187,7 +173,7 @@ async def test_after_an_idle_expiry_a_takeover_kills_the_bridges_token(api: Api,
 
 # -- --run: the worker key's own lease -----------------------------------------------------------
 async def test_stdio_run_acquires_and_renews_the_worker_keys_lease(api: Api, tmp_path: Path) -> None:
-    run_id = await new_run(api, **SHORT)
+    run_id = await api.new_run(**SHORT)
     params = bridge_params(
         api.url, {"WARRANT_API_KEY": "key-wrk"}, "--run", run_id, "--worker", "laptop", "--renew-every", "0.2"
     )
@@ -201,7 +187,7 @@ async def test_stdio_run_acquires_and_renews_the_worker_keys_lease(api: Api, tmp
 
 
 async def test_stdio_run_restarted_finds_its_own_lease_not_a_held_one(api: Api, tmp_path: Path) -> None:
-    run_id = await new_run(api)
+    run_id = await api.new_run()
     params = bridge_params(api.url, {"WARRANT_API_KEY": "key-wrk"}, "--run", run_id)
     for attempt in range(2):
         async with bridged(params, tmp_path / f"err{attempt}") as client:
@@ -211,12 +197,12 @@ async def test_stdio_run_restarted_finds_its_own_lease_not_a_held_one(api: Api, 
 
 
 async def test_a_takeover_stops_stdio_run_with_a_clear_message(api: Api, tmp_path: Path) -> None:
-    run_id = await new_run(api)
+    run_id = await api.new_run()
     errlog = tmp_path / "err"
     params = bridge_params(api.url, {"WARRANT_API_KEY": "key-wrk"}, "--run", run_id, "--renew-every", "0.2")
     async with bridged(params, errlog) as client:
         assert (await client.call_tool("shop__find", {"q": "x"})).is_error is False
-        await lease_token(api, run_id, "agent-2", takeover=True)
+        await api.lease_token(run_id, "agent-2", takeover=True)
         with anyio.fail_after(10):
             while "taken over" not in errlog.read_text():  # noqa: ASYNC110 - another process writes it
                 await anyio.sleep(0.05)
@@ -230,7 +216,7 @@ async def test_a_takeover_stops_stdio_run_with_a_clear_message(api: Api, tmp_pat
 
 
 async def test_stdio_run_on_a_run_another_worker_holds_stops_naming_it(api: Api) -> None:
-    run_id = await new_run(api)
-    await lease_token(api, run_id, "someone-else")
+    run_id = await api.new_run()
+    await api.lease_token(run_id, "someone-else")
     status, _, err = await run_bridge_once(api.url, {"WARRANT_API_KEY": "key-wrk"}, "--run", run_id)
     assert status == 3 and "someone-else" in err
