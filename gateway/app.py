@@ -19,6 +19,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from gateway import failpoints, tracing
 from gateway.adapters.base import Adapter
@@ -41,6 +42,9 @@ from gateway.limits import BodyCap
 from gateway.mcp_front import LeaseTokenGuard, build_mcp_server, fast_path, mcp_app, running
 from gateway.mcp_runs import PATH as RUNS_PATH
 from gateway.mcp_runs import WorkerKeyRoute
+from gateway.oauth.provider import WarrantAuthorization
+from gateway.oauth.resource import OAuthResource
+from gateway.oauth.routes import oauth_routes
 from gateway.observe import healthz, metrics
 from gateway.pins import Pins
 from gateway.policy.loader import load_policies
@@ -177,10 +181,15 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         return gateway
 
     front = LeaseTokenGuard(mcp, gate_of, fast_path(server, gate_of, catalog))
+    # MCP authorization (gateway/oauth/): /mcp as an OAuth resource, the gateway as its server.
+    authorization = (
+        WarrantAuthorization(gateway_of, settings.oauth, settings.ledger_key) if settings.oauth.enabled else None
+    )
+    resource: ASGIApp = front if authorization is None else OAuthResource(front, authorization, gateway_of)
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        Route("/mcp", tracing.traced_mcp(BodyCap(front, limits.max_request_body))),
+        Route("/mcp", tracing.traced_mcp(BodyCap(resource, limits.max_request_body))),
         # A worker key naming its run: the gateway holds the lease for it (gateway/mcp_runs.py).
         Route(RUNS_PATH, tracing.traced_mcp(BodyCap(WorkerKeyRoute(front, gateway_of), limits.max_request_body))),
         *api_routes,
@@ -188,7 +197,8 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         *key_routes,
         *lineage_routes,
         *retention_routes,
-        *console_routes(settings.ledger_key),
+        *(oauth_routes(authorization) if authorization is not None else []),
+        *console_routes(settings.ledger_key, authorization),
     ]
     app = Starlette(
         routes=routes,

@@ -29,6 +29,7 @@ from gateway.domain.units import parse_duration
 from gateway.domain.watch import KINDS
 from gateway.errors import ConfigError
 from gateway.limits import LimitSettings
+from gateway.oauth.settings import OAuthSettings
 from gateway.roles import Role
 from gateway.yamlfile import read_yaml
 
@@ -167,6 +168,37 @@ class LimitsEntry(BaseModel):
         return parse_size(value)
 
 
+class OAuthEntry(BaseModel):
+    """`oauth:` MCP authorization (gateway/oauth/, docs/authorization.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    public_url: str | None = None
+    access_token_ttl: str = "1h"
+    refresh_token_ttl: str = "30d"
+    code_ttl: str = "60s"
+    consent_ttl: str = "10m"
+    max_clients: int = Field(default=1000, ge=1, le=1_000_000)
+    max_grants_per_run: int = Field(default=50, ge=1, le=10_000)
+    metadata_documents: bool = True
+    metadata_documents_allow_loopback_http: bool = False
+    # A directory of contract templates (*.json), or a list of files, relative to this file.
+    contract_templates: str | list[str] | None = None
+
+    _durations = field_validator("access_token_ttl", "refresh_token_ttl", "code_ttl", "consent_ttl", mode="before")(
+        lambda v: f"{parse_duration(v)}s"
+    )
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not re.fullmatch(r"https?://[^/?#\s]+", value.rstrip("/")):
+            raise ValueError("public_url is scheme://host[:port], with no path, query or fragment")
+        return value.rstrip("/")
+
+
 class FailpointEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     action: Literal["kill", "hang"] = "kill"
@@ -207,6 +239,7 @@ class ConfigFile(BaseModel):
     validators: dict[str, str] = {}
     drill: DrillEntry = DrillEntry()
     limits: LimitsEntry = LimitsEntry()
+    oauth: OAuthEntry = OAuthEntry()
     # How long calls in flight get to settle after SIGTERM before they are aborted (docs/operations.md).
     shutdown_grace: str | float = "20s"
 
@@ -316,6 +349,7 @@ class Settings:
     limits: LimitSettings = field(default_factory=LimitSettings)
     shutdown_grace: float = 20.0  # seconds calls in flight get to settle after SIGTERM
     retention: RetentionSettings = RetentionSettings()
+    oauth: OAuthSettings = field(default_factory=OAuthSettings)
 
 
 def find_config(explicit: str | None) -> Path:
@@ -416,6 +450,7 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         limits=limit_settings(raw.limits),
         shutdown_grace=seconds_of(raw.shutdown_grace),
         retention=_retention_settings(raw.retention),
+        oauth=_oauth_settings(path, raw.oauth),
     )
 
 
@@ -433,6 +468,33 @@ def limit_settings(raw: LimitsEntry) -> LimitSettings:
             rate=parse_rate(raw.refusals.rate) if raw.refusals.rate else None,
             max_per_run=raw.refusals.max_per_run,
         ),
+    )
+
+
+def _oauth_settings(path: Path, raw: OAuthEntry) -> OAuthSettings:
+    """Raises: ConfigError for contract templates that are not there."""
+    templates: list[Path] = []
+    entries = [raw.contract_templates] if isinstance(raw.contract_templates, str) else raw.contract_templates or []
+    for entry in entries:
+        where = (path.parent / entry).resolve()
+        if where.is_dir():
+            templates += sorted(where.glob("*.json"))
+        elif where.is_file():
+            templates.append(where)
+        else:
+            raise ConfigError(f"{path}: oauth.contract_templates: {entry} is neither a directory nor a file")
+    return OAuthSettings(
+        enabled=raw.enabled,
+        public_url=raw.public_url,
+        access_token_ttl=float(parse_duration(raw.access_token_ttl)),
+        refresh_token_ttl=float(parse_duration(raw.refresh_token_ttl)),
+        code_ttl=float(parse_duration(raw.code_ttl)),
+        consent_ttl=float(parse_duration(raw.consent_ttl)),
+        max_clients=raw.max_clients,
+        max_grants_per_run=raw.max_grants_per_run,
+        metadata_documents=raw.metadata_documents,
+        metadata_documents_allow_loopback_http=raw.metadata_documents_allow_loopback_http,
+        contract_templates=tuple(templates),
     )
 
 

@@ -15,8 +15,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from gateway.console.approvals import approval_routes
+from gateway.console.consent import ConsentPages
 from gateway.console.pages import Console
 from gateway.console.session import session_key
+from gateway.oauth.provider import WarrantAuthorization
 
 STATIC = Path(__file__).parent / "static"
 
@@ -28,9 +30,17 @@ class ToRuns:
         await RedirectResponse("/console/runs", status_code=303)(scope, receive, send)
 
 
-def console_routes(ledger_key: bytes) -> list[Route | Mount]:
+def console_routes(ledger_key: bytes, authorization: WarrantAuthorization | None = None) -> list[Route | Mount]:
     console = Console(session_key(ledger_key))
+    consent: list[Route] = []
+    if authorization is not None:  # MCP authorization's consent page (gateway/console/consent.py)
+        pages_of = ConsentPages(console, authorization)
+        consent = [
+            Route("/oauth/consent", pages_of.show, methods=["GET"]),
+            Route("/oauth/consent", pages_of.decide, methods=["POST"]),
+        ]
     pages = [
+        *consent,
         Route("/login", console.login_form, methods=["GET"]),
         Route("/login", console.login, methods=["POST"]),
         Route("/logout", console.logout, methods=["POST"]),

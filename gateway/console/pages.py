@@ -77,12 +77,20 @@ class Console:
 
     # -- sign-in ---------------------------------------------------------------------------
     async def login_form(self, request: Request) -> Response:
-        return self._login_page(request)
+        return self._login_page(request, next_page=safe_next(request.query_params.get("next")))
 
-    def _login_page(self, request: Request, error: WarrantError | None = None) -> Response:
+    def _login_page(
+        self, request: Request, error: WarrantError | None = None, next_page: str | None = None
+    ) -> Response:
         nonce = secrets.token_urlsafe(16)
         status = error.http_status if error is not None else 200
-        context = {"token": sessions.login_token(self.key, nonce), "error": error, "principal": None, "csrf": ""}
+        context = {
+            "token": sessions.login_token(self.key, nonce),
+            "error": error,
+            "principal": None,
+            "csrf": "",
+            "next": next_page,
+        }
         response = self.render(request, "login.html", context, status)
         sessions.set_cookie(request, response, sessions.LOGIN_COOKIE, nonce, max_age=3600)
         return response
@@ -101,10 +109,11 @@ class Console:
                 raise Unauthenticated("an API key is required")
             principal = await authenticate_key(as_api, gateway)
         except WarrantError as error:
-            return self._login_page(request, error)
+            return self._login_page(request, error, next_page=safe_next(form.get("next")))
         session = sessions.new_session(hashlib.sha256(key.encode()).hexdigest(), gateway.clock.now())
         # A key that may not read runs (an approver) lands on what it may read: the approvals.
         landing = "/console/approvals" if not permits(principal, "runs.read") else "/console/runs"
+        landing = safe_next(form.get("next")) or landing  # back to the consent page that sent them here
         response = RedirectResponse(landing, status_code=303, headers=HEADERS)
         sessions.set_cookie(
             request, response, sessions.COOKIE, sessions.seal(self.key, session), max_age=sessions.SESSION_SECONDS
@@ -294,6 +303,15 @@ async def read_form(request: Request) -> dict[str, str]:
         return {}
     # PostgreSQL's text columns refuse U+0000: a reason or a note keeps it escaped, readably (gateway/text.py).
     return {name: escape_nul(values[0]) for name, values in fields.items()}
+
+
+def safe_next(value: str | None) -> str | None:
+    """Where sign-in may send the browser on to: a console page of this gateway, nothing else."""
+    if not value or len(value) > 16_384 or not value.startswith("/console/") or "\\" in value:
+        return None
+    if value.startswith("//") or any(c in value for c in "\r\n"):
+        return None
+    return value
 
 
 def shown(view: dict[str, Any]) -> dict[str, Any]:

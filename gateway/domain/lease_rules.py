@@ -109,7 +109,7 @@ LEASE_RULES: tuple[LeaseRule, ...] = (
         refusal="lease_superseded", write=LeaseWrite.NOTHING, held=False, missed=False, dead=True,
     ),
     LeaseRule(
-        LeaseState.REVOKED, "the API key that granted the current lease was revoked", _revoked,
+        LeaseState.REVOKED, "its granting API key, or the sign-in holding it, was revoked", _revoked,
         refusal="lease_revoked", write=LeaseWrite.NOTHING, held=False, missed=False, dead=True,
     ),
     LeaseRule(

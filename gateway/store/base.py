@@ -46,6 +46,9 @@ from gateway.store.records import (
     HeldLease,
     Intent,
     LeaseGrant,
+    OAuthGrant,
+    OAuthTokenRow,
+    OAuthTokens,
     Page,
     Principal,
     RunRecord,
@@ -275,6 +278,69 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def held_salt(self, key_sha256: str, run_id: str) -> str | None:
         """The salt of the lease held for this key on this run, or None when there is none."""
+
+    # -- MCP authorization (gateway/oauth/, store/sqlite_oauth.py) ---------------------------
+    @abc.abstractmethod
+    async def oauth_client(self, client_id: str) -> tuple[str, str] | None:
+        """(kind, metadata JSON) of a registered client, or None."""
+
+    @abc.abstractmethod
+    async def save_oauth_client(
+        self, client_id: str, kind: str, metadata: str, *, max_clients: int, prune_age: float
+    ) -> None:
+        """Register a client. Raises: Conflict `oauth_clients_full`."""
+
+    @abc.abstractmethod
+    async def consent_oauth(
+        self,
+        principal: Principal,
+        run_id: str,
+        *,
+        grant_id: str,
+        client_id: str,
+        client_name: str | None,
+        salt: str,
+        lease_token: str,
+        code_hash: str,
+        code_challenge: str,
+        code_expires_at: float,
+        redirect_uri: str,
+        redirect_explicit: bool,
+        resource: str,
+        scopes: tuple[str, ...],
+        takeover: bool,
+        max_grants: int,
+    ) -> OAuthGrant:
+        """A person's consent: the run's lease taken for the client and the grant with its code, in
+        one transaction (`oauth_consented`). Raises: NotFound, Conflict `lease_held`, a status refusal."""
+
+    @abc.abstractmethod
+    async def oauth_code(self, code_hash: str) -> OAuthGrant | None:
+        """The grant of an unused code; a used code's second presentation revokes its grant."""
+
+    @abc.abstractmethod
+    async def redeem_oauth_code(
+        self, code_hash: str, access_hash: str, access_expires: float, refresh_hash: str, refresh_expires: float
+    ) -> OAuthTokens:
+        """Use the code once for the grant's first tokens. Raises: OAuthRefused."""
+
+    @abc.abstractmethod
+    async def oauth_token(self, token_hash: str) -> OAuthTokenRow | None:
+        """An access or refresh token's row with its grant (one read)."""
+
+    @abc.abstractmethod
+    async def rotate_oauth_refresh(
+        self, refresh_hash: str, access_hash: str, access_expires: float, new_refresh_hash: str, refresh_expires: float
+    ) -> OAuthTokens:
+        """Rotate a refresh token (`oauth_refreshed`); a reused one revokes the grant. Raises: OAuthRefused."""
+
+    @abc.abstractmethod
+    async def revoke_oauth_grant(self, grant_id: str, *, reason: str, by: str, tenant: str | None = None) -> OAuthGrant:
+        """End a grant and the lease it holds (`oauth_revoked`). Raises: NotFound."""
+
+    @abc.abstractmethod
+    async def list_oauth_grants(self, tenant: str, run_id: str, *, limit: int = 100) -> list[OAuthGrant]:
+        """A run's connected clients, newest first. Raises: NotFound."""
 
     # -- the gate --------------------------------------------------------------------------
     @abc.abstractmethod

@@ -97,6 +97,53 @@ class HeldLease:
 
 
 @dataclass(frozen=True)
+class OAuthGrant:
+    """One consent (gateway/oauth/): a client acting for one run through the lease the gateway
+    holds for it (epoch `epoch`, token derived from `salt`), redeemed once by its code."""
+
+    grant_id: str
+    tenant: str
+    run_id: str
+    client_id: str
+    client_name: str | None
+    granted_by: str
+    key_id: str | None
+    epoch: int
+    salt: str
+    resource: str
+    scopes: tuple[str, ...]
+    code_challenge: str
+    redirect_uri: str
+    redirect_explicit: bool
+    code_expires_at: float
+    code_used_at: float | None
+    created_at: float
+    refreshed_at: float | None
+    revoked_at: float | None
+    revoked_reason: str | None
+    revoked_by: str | None
+
+
+@dataclass(frozen=True)
+class OAuthTokenRow:
+    """An access or refresh token's row (only its hash is stored) with the grant it belongs to."""
+
+    kind: str  # access | refresh
+    created_at: float
+    expires_at: float
+    used_at: float | None
+    grant: OAuthGrant
+
+
+@dataclass(frozen=True)
+class OAuthTokens:
+    """What a code redemption or a refresh wrote: the grant as it stands and the run's state."""
+
+    grant: OAuthGrant
+    run: RunRecord
+
+
+@dataclass(frozen=True)
 class TokenInfo:
     """What a lease token authenticates as. All but `run` never change for a given token."""
 

@@ -22,6 +22,7 @@ from gateway.store.sqlite_gate import GateOps
 from gateway.store.sqlite_held import HeldLeaseOps
 from gateway.store.sqlite_keys import KeyOps
 from gateway.store.sqlite_lineage import LineageOps
+from gateway.store.sqlite_oauth import OAuthOps
 from gateway.store.sqlite_progress import ProgressOps
 from gateway.store.sqlite_record import RecordOps
 from gateway.store.sqlite_restore import RestoreOps
@@ -41,6 +42,7 @@ __all__ = ["SQLiteStore", "default_process_id"]
 class SQLiteStore(
     GateOps,  # with LeaseOps
     HeldLeaseOps,
+    OAuthOps,
     ApprovalOps,
     ProgressOps,
     LineageOps,

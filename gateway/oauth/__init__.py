@@ -1,0 +1,13 @@
+"""MCP authorization: Warrant as the OAuth 2.1 authorization server of its own /mcp, with the
+console as the consent page, and every token bound to one run's lease (docs/authorization.md).
+
+- `provider`: the MCP SDK provider protocol over the store (consent, codes, rotation, revocation)
+- `routes`: metadata (RFC 8414, RFC 9728) and the SDK's endpoint handlers
+- `resource`: /mcp as the resource server (401 naming the metadata; audience-checked tokens)
+- `clients`: registration rules and Client ID Metadata Documents
+- `credentials`, `sealed`, `settings`: tokens and keys, the sealed pending request, `oauth:`
+"""
+
+from gateway.oauth.settings import OAuthSettings
+
+__all__ = ["OAuthSettings"]

@@ -1,0 +1,164 @@
+"""The authorization server's HTTP surface, built from the MCP SDK's handlers
+(`mcp.server.auth.handlers`): RFC 8414 and RFC 9728 metadata, `/authorize`, `/token` (PKCE S256,
+codes once, refresh rotation), `/register` (RFC 7591) and `/revoke` (RFC 7009).
+
+The metadata is computed per request from the gateway's address (`oauth.public_url`, else the
+request's own scheme and Host), so the issuer and the resource are what the client itself used.
+Clients' secrets are checked against their hashes (`HashedSecrets`): the store never holds one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import unquote
+
+from mcp.server.auth.handlers.authorize import AuthorizationHandler
+from mcp.server.auth.handlers.register import RegistrationHandler
+from mcp.server.auth.handlers.revoke import RevocationHandler
+from mcp.server.auth.handlers.token import TokenHandler
+from mcp.server.auth.json_response import PydanticJSONResponse
+from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
+from mcp.server.auth.routes import build_metadata
+from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
+from mcp.server.transport_security import RequestBodyLimitMiddleware
+from mcp.shared.auth import OAuthClientInformationFull, ProtectedResourceMetadata
+from pydantic import AnyHttpUrl
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route, request_response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gateway.oauth.credentials import secrets_equal
+from gateway.oauth.provider import BASE_URL, SCOPES, WarrantAuthorization, resource_of
+
+MAX_BODY = 64 * 1024
+RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
+
+
+def request_base(scope: Scope) -> str:
+    """scheme://host[:port] as the client addressed this gateway."""
+    headers = dict(scope.get("headers") or [])
+    host = headers.get(b"host", b"").decode("latin-1")
+    if not host:
+        server = scope.get("server") or ("127.0.0.1", 80)
+        host = f"{server[0]}:{server[1]}"
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
+class WithBase:
+    """Sets the request's base URL for the provider (a context variable), then calls `app`."""
+
+    def __init__(self, app: ASGIApp, public_url: str | None) -> None:
+        self.app = app
+        self.public_url = public_url
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        token = BASE_URL.set(self.public_url or request_base(scope))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            BASE_URL.reset(token)
+
+
+class HashedSecrets(ClientAuthenticator):
+    """The SDK's client authentication for `/token` and `/revoke`, against the secret's SHA-256
+    (what `register_client` kept) rather than the secret itself. Public clients (`none`) pass on
+    their client_id alone, as the SDK's does: PKCE is what binds their code to them."""
+
+    def __init__(self, provider: WarrantAuthorization) -> None:
+        super().__init__(provider)
+        self.warrant = provider
+
+    async def authenticate_request(self, request: Request) -> OAuthClientInformationFull:
+        form = await request.form()
+        client_id = form.get("client_id")
+        if not isinstance(client_id, str) or not client_id:
+            raise AuthenticationError("Missing client_id")
+        client = await self.warrant.get_client(client_id)
+        if client is None:
+            raise AuthenticationError("Invalid client_id")
+        method = client.token_endpoint_auth_method
+        if method == "none":
+            return client
+        presented: str | None = None
+        if method == "client_secret_basic":
+            header = request.headers.get("authorization", "")
+            if not header.startswith("Basic "):
+                raise AuthenticationError("Missing or invalid Basic authentication in Authorization header")
+            try:
+                decoded = base64.b64decode(header[6:], validate=True).decode("utf-8")
+            except (ValueError, UnicodeDecodeError, binascii.Error):
+                raise AuthenticationError("Invalid Basic authentication header") from None
+            basic_id, sep, secret = decoded.partition(":")
+            if not sep or unquote(basic_id) != client_id:
+                raise AuthenticationError("Client ID mismatch in Basic auth")
+            presented = unquote(secret)
+        elif method == "client_secret_post":
+            value = form.get("client_secret")
+            presented = value if isinstance(value, str) else None
+        else:
+            raise AuthenticationError(f"Unsupported auth method: {method}")
+        expected = await self.warrant.client_secret_digest(client_id)
+        if not expected or not presented or not secrets_equal(expected, presented):
+            raise AuthenticationError("Invalid client_secret")
+        return client
+
+
+def _cors(app: ASGIApp, methods: list[str]) -> ASGIApp:
+    """The metadata and token endpoints are called from browser-based clients (the Inspector)."""
+    return CORSMiddleware(app, allow_origins="*", allow_methods=methods, allow_headers=["mcp-protocol-version"])
+
+
+def _endpoint(handler: Callable[[Request], Awaitable[Response]]) -> ASGIApp:
+    return RequestBodyLimitMiddleware(request_response(handler), MAX_BODY)
+
+
+def oauth_routes(provider: WarrantAuthorization) -> list[Route]:
+    """The routes, each behind `WithBase`. Raises nothing: nothing is read until a request comes."""
+    public_url = provider.settings.public_url
+    authenticator = HashedSecrets(provider)
+    registration = ClientRegistrationOptions(enabled=True, valid_scopes=list(SCOPES), default_scopes=list(SCOPES))
+    sdk: Any = provider  # the SDK's handlers take its provider protocol, which this class implements
+
+    async def authorization_metadata(request: Request) -> Response:
+        base = provider.base_url()
+        metadata = build_metadata(AnyHttpUrl(base), None, registration, RevocationOptions(enabled=True))
+        metadata.scopes_supported = list(SCOPES)
+        metadata.token_endpoint_auth_methods_supported = ["none", "client_secret_post", "client_secret_basic"]
+        metadata.revocation_endpoint_auth_methods_supported = ["none", "client_secret_post", "client_secret_basic"]
+        metadata.client_id_metadata_document_supported = provider.settings.metadata_documents
+        return PydanticJSONResponse(content=metadata, headers={"Cache-Control": "no-store"})
+
+    async def resource_metadata(request: Request) -> Response:
+        base = provider.base_url()
+        metadata = ProtectedResourceMetadata(
+            resource=AnyHttpUrl(resource_of(base)),
+            authorization_servers=[AnyHttpUrl(base)],
+            scopes_supported=["mcp"],
+            resource_name="Warrant",
+        )
+        return PydanticJSONResponse(content=metadata, headers={"Cache-Control": "no-store"})
+
+    def route(path: str, app: ASGIApp, methods: list[str]) -> Route:
+        return Route(path, WithBase(app, public_url), methods=methods)
+
+    token = TokenHandler(sdk, authenticator)
+    return [
+        route(
+            "/.well-known/oauth-authorization-server",
+            _cors(request_response(authorization_metadata), ["GET"]),
+            ["GET", "OPTIONS"],
+        ),
+        route(RESOURCE_METADATA, _cors(request_response(resource_metadata), ["GET"]), ["GET", "OPTIONS"]),
+        route(RESOURCE_METADATA + "/mcp", _cors(request_response(resource_metadata), ["GET"]), ["GET", "OPTIONS"]),
+        route("/authorize", _endpoint(AuthorizationHandler(sdk).handle), ["GET", "POST"]),
+        route("/token", _cors(_endpoint(token.handle), ["POST"]), ["POST", "OPTIONS"]),
+        route(
+            "/register", _cors(_endpoint(RegistrationHandler(sdk, registration).handle), ["POST"]), ["POST", "OPTIONS"]
+        ),
+        route("/revoke", _cors(_endpoint(RevocationHandler(sdk, authenticator).handle), ["POST"]), ["POST", "OPTIONS"]),
+    ]
