@@ -179,7 +179,7 @@ class OAuthEntry(BaseModel):
     code_ttl: str = "60s"
     consent_ttl: str = "10m"
     max_clients: int = Field(default=1000, ge=1, le=1_000_000)
-    max_grants_per_run: int = Field(default=50, ge=1, le=10_000)
+    max_grants_per_run: int = Field(default=1000, ge=1, le=100_000)
     metadata_documents: bool = True
     metadata_documents_allow_loopback_http: bool = False
     # A directory of contract templates (*.json), or a list of files, relative to this file.

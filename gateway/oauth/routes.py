@@ -37,6 +37,19 @@ from gateway.oauth.provider import BASE_URL, SCOPES, WarrantAuthorization, resou
 
 MAX_BODY = 64 * 1024
 RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
+# The authorization surface: OAuth's own endpoints and metadata, outside the operator API (no API
+# key, no OpenAPI document; the metadata documents it).
+PATHS = frozenset(
+    {
+        "/.well-known/oauth-authorization-server",
+        RESOURCE_METADATA,
+        RESOURCE_METADATA + "/mcp",
+        "/authorize",
+        "/token",
+        "/register",
+        "/revoke",
+    }
+)
 
 
 def request_base(scope: Scope) -> str:

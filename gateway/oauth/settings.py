@@ -18,7 +18,7 @@ class OAuthSettings:
     code_ttl: float = 60.0
     consent_ttl: float = 600.0  # how long an authorization request may wait on the consent page
     max_clients: int = 1000  # registered clients kept; unused registrations older than a day go first
-    max_grants_per_run: int = 50
+    max_grants_per_run: int = 1000  # sign-ins a run may have had, all kept
     # Client ID Metadata Documents: a client_id that is an https URL is fetched (bounded). Plain
     # http only for loopback addresses, and only when this is on (tests and local development).
     metadata_documents: bool = True

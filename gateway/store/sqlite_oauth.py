@@ -147,14 +147,13 @@ class OAuthOps(LeaseOps):
 
         def tx(conn: Conn) -> OAuthGrant | WarrantError:
             now = self._clock.now()
+            # Every consent is kept (the connected clients a run ever had), so the bound counts them all.
             count = int(
-                conn.execute(
-                    "SELECT COUNT(*) AS n FROM oauth_grants WHERE run_id = ? AND revoked_at IS NULL", (run_id,)
-                ).fetchone()["n"]
+                conn.execute("SELECT COUNT(*) AS n FROM oauth_grants WHERE run_id = ?", (run_id,)).fetchone()["n"]
             )
             if count >= max_grants:
                 raise Conflict(
-                    f"run {run_id} has {count} connected clients, the limit: disconnect one first",
+                    f"run {run_id} has had {count} sign-ins, the limit: start its successor for more",
                     code="oauth_grants_full",
                 )
             worker = f"oauth:{client_name or client_id}"[:120]

@@ -18,6 +18,7 @@ import httpx
 import pytest
 from starlette.routing import Route
 
+from gateway.oauth.routes import PATHS as OAUTH_PATHS
 from gateway.roles import PERMISSIONS, ROLES
 from tests.api.conftest import KEYS, Api
 
@@ -48,6 +49,8 @@ def served_routes(app: Any) -> list[Served]:
     for route in app.routes:
         if not isinstance(route, Route) or route.methods is None:
             continue  # /mcp: the MCP surface, authenticated by lease tokens
+        if route.path in OAUTH_PATHS:
+            continue  # MCP authorization's own endpoints (tests/oauth/): no API key
         permission = getattr(route.endpoint, "permission", MISSING)
         for method in sorted(route.methods - {"HEAD"}):
             if (method, route.path) in PUBLIC:
