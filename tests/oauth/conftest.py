@@ -77,7 +77,11 @@ class FormBrowser:
             async with self.client() as http:
                 answer = await http.post(
                     "/console/login",
-                    data={"csrf": field_value(page.text, "csrf"), "api_key": self.api_key, "next": field_value(page.text, "next")},
+                    data={
+                        "csrf": field_value(page.text, "csrf"),
+                        "api_key": self.api_key,
+                        "next": field_value(page.text, "next"),
+                    },
                 )
                 self.cookies = http.cookies
             assert answer.status_code == 303, answer.text
