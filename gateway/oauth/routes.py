@@ -15,9 +15,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import unquote
 
+from mcp.server.auth.errors import stringify_pydantic_error
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
-from mcp.server.auth.handlers.revoke import RevocationHandler
+from mcp.server.auth.handlers.revoke import RevocationErrorResponse, RevocationHandler, RevocationRequest
 from mcp.server.auth.handlers.token import TokenHandler
 from mcp.server.auth.json_response import PydanticJSONResponse
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
@@ -25,7 +26,7 @@ from mcp.server.auth.routes import build_metadata
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from mcp.server.transport_security import RequestBodyLimitMiddleware
 from mcp.shared.auth import OAuthClientInformationFull, ProtectedResourceMetadata
-from pydantic import AnyHttpUrl
+from pydantic import AnyHttpUrl, ValidationError
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
@@ -121,6 +122,44 @@ class HashedSecrets(ClientAuthenticator):
         return client
 
 
+class PublicRevocationRequest(RevocationRequest):
+    client_secret: str | None = None
+
+
+class Revocation(RevocationHandler):
+    """The SDK's RFC 7009 handler, but for public clients too. The SDK's `RevocationRequest`
+    declares `client_secret: str | None` with no default, so a public client's revocation (the
+    token and its client_id, as RFC 7009 section 2.1 has it) is answered 400 `invalid_request`
+    "client_secret: Field required", though the metadata offers `none`. The rest is the SDK's
+    handle(): authenticate the client, find the token (access, then refresh), revoke it only when
+    it is that client's, and answer 200 whatever was found."""
+
+    async def handle(self, request: Request) -> Response:
+        try:
+            client = await self.client_authenticator.authenticate_request(request)
+        except AuthenticationError as exc:
+            error = RevocationErrorResponse(error="unauthorized_client", error_description=exc.message)
+            return PydanticJSONResponse(status_code=401, content=error)
+        try:
+            asked = PublicRevocationRequest.model_validate(dict(await request.form()))
+        except ValidationError as exc:
+            error = RevocationErrorResponse(error="invalid_request", error_description=stringify_pydantic_error(exc))
+            return PydanticJSONResponse(status_code=400, content=error)
+        provider = self.provider
+        found: Any = None
+        if asked.token_type_hint == "refresh_token":
+            found = await provider.load_refresh_token(client, asked.token) or await provider.load_access_token(
+                asked.token
+            )
+        else:
+            found = await provider.load_access_token(asked.token) or await provider.load_refresh_token(
+                client, asked.token
+            )
+        if found is not None and found.client_id == client.client_id:
+            await provider.revoke_token(found)
+        return Response(status_code=200, headers={"Cache-Control": "no-store", "Pragma": "no-cache"})
+
+
 def _cors(app: ASGIApp, methods: list[str]) -> ASGIApp:
     """The metadata and token endpoints are called from browser-based clients (the Inspector)."""
     return CORSMiddleware(app, allow_origins="*", allow_methods=methods, allow_headers=["mcp-protocol-version"])
@@ -173,5 +212,5 @@ def oauth_routes(provider: WarrantAuthorization) -> list[Route]:
         route(
             "/register", _cors(_endpoint(RegistrationHandler(sdk, registration).handle), ["POST"]), ["POST", "OPTIONS"]
         ),
-        route("/revoke", _cors(_endpoint(RevocationHandler(sdk, authenticator).handle), ["POST"]), ["POST", "OPTIONS"]),
+        route("/revoke", _cors(_endpoint(Revocation(sdk, authenticator).handle), ["POST"]), ["POST", "OPTIONS"]),
     ]

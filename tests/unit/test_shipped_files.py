@@ -31,6 +31,13 @@ def test_shipped_configuration_loads_with_its_adapters_and_policies(monkeypatch:
     assert {n.split("__")[0] for n in names} == {"notes", "crm", "email"}
     unnamed = [spec.name for spec in catalog if spec.policy is None]
     assert unnamed == []  # every shipped tool has a policy: none is refused for want of one
+    # MCP authorization is on, and its consent page offers the demo contracts as templates.
+    assert settings.oauth.enabled
+    assert (
+        {p.name for p in settings.oauth.contract_templates}
+        == {p.name for p in (ROOT / "examples" / "contracts").glob("*.json")}
+        >= {"crm-demo.json"}
+    )
 
 
 def test_every_shipped_policy_and_adapter_validates() -> None:
