@@ -106,6 +106,8 @@ async def consent(
     context.set_default_timeout(wait_ms)
     try:
         page = await context.new_page()
+        console: list[str] = []  # Chromium's own messages: a CSP violation is told only there
+        page.on("console", lambda message: console.append(message.text))
         await page.goto(authorization_url)
         signed_in = False
         if urlsplit(page.url).path == "/console/login":
@@ -126,7 +128,7 @@ async def consent(
             await page.locator("#takeover").check()
         summary = await _summary(page, choice.selector)
         client_name = await page.locator("#client-name").inner_text()
-        target = await _send_back(page, "#allow" if choice.allow else "#deny", redirect_uri, wait_ms)
+        target = await _send_back(page, "#allow" if choice.allow else "#deny", redirect_uri, wait_ms, console)
         return Consented(
             redirect=target,
             query={k: v[0] for k, v in parse_qs(urlsplit(target).query).items()},
@@ -149,7 +151,7 @@ async def _summary(page: Page, selector: str) -> dict[str, str]:
     return shown
 
 
-async def _send_back(page: Page, button: str, redirect_uri: str, wait_ms: float) -> str:
+async def _send_back(page: Page, button: str, redirect_uri: str, wait_ms: float, console: list[str]) -> str:
     """Press `button` and wait for the navigation to `redirect_uri` (the listener must answer it)."""
     sent: list[str] = []
     page.on("request", lambda r: sent.append(r.url) if r.url.startswith(redirect_uri) else None)
@@ -158,8 +160,8 @@ async def _send_back(page: Page, button: str, redirect_uri: str, wait_ms: float)
         await page.wait_for_url(lambda url: url.startswith(redirect_uri), timeout=wait_ms)
     except PlaywrightTimeout:
         raise AssertionError(
-            f"not sent back to {redirect_uri} (requests there: {sent}); the page at {page.url}:\n"
-            f"{await _page_text(page)}"
+            f"not sent back to {redirect_uri} (requests there: {sent}; Chromium said: {console}); "
+            f"the page at {page.url}:\n{await _page_text(page)}"
         ) from None
     return sent[0] if sent else page.url
 
@@ -195,7 +197,7 @@ class CallbackServer:
         owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 parts = urlsplit(self.path)
                 if parts.path != owner.path:
                     self.send_error(404)
@@ -220,14 +222,11 @@ class CallbackServer:
             self._server.shutdown()
             self._server.server_close()
 
-    async def next(self, timeout: float = 20.0) -> dict[str, str]:
-        """The query of the next redirect the browser brought here (its code or error, its state)."""
-
-        def take() -> dict[str, str]:
+    async def next(self) -> dict[str, str]:
+        """The query of the next redirect the browser brought here (its code or error, its state).
+        Waits as long as it takes: bound it with `anyio.fail_after`."""
+        while True:
             try:
-                return self.received.get(timeout=timeout)
+                return self.received.get_nowait()
             except queue.Empty:
-                raise AssertionError(f"no redirect reached {self.redirect_uri} within {timeout} s") from None
-
-        return await anyio.to_thread.run_sync(take)
-
+                await anyio.sleep(0.02)
