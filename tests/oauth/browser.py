@@ -10,7 +10,7 @@ Three pieces, each usable alone:
   consent page, checks the picked run's contract, budgets and approval rules are on the page, clicks
   Allow (or Deny) and waits until Chromium has been sent back to the client's redirect URI. Chromium
   really loads that URI: whoever listens there (a `CallbackServer`, or a Node client's own listener)
-  gets the code from the browser, as from a person's.
+  gets the code from the browser, as from a person's. A refusal on the page is `ConsentRefused`.
 - `CallbackServer`: the client side's loopback listener (`http://127.0.0.1:PORT/callback`), answering
   the browser with a small page and handing each query it received to `await server.next()`.
 
@@ -74,7 +74,7 @@ class Choice:
 class Consented:
     """What the person saw and where the browser went."""
 
-    redirect: str  # the URL Chromium was sent to: the client's redirect URI with code (or error) and state
+    redirect: str  # the URL Chromium loaded: the client's redirect URI with code (or error) and state
     query: dict[str, str]  # its query, one value a name
     client_name: str  # the name the consent page gave the client
     summary: dict[str, str]  # the picked contract as shown: SUMMARY's labels -> their text
@@ -96,9 +96,11 @@ async def chromium() -> AsyncIterator[Browser]:
 async def consent(
     browser: Browser, authorization_url: str, api_key: str, choice: Choice, *, wait_ms: float = PAGE_WAIT
 ) -> Consented:
-    """The whole consent, in a new context of `browser`. Fails (AssertionError, with the page's text)
-    when the console refuses the key, the page does not offer `choice` or shows its contract
-    incompletely, or the browser is not sent back to the client's redirect URI."""
+    """The whole consent, in a new context of `browser`. Raises ConsentRefused when the page answers
+    Allow with a refusal (`lease_held` without the takeover ticked, a finished run...); fails
+    (AssertionError, with the page's text and Chromium's messages) when the console refuses the key,
+    the page does not offer `choice` or shows its contract incompletely, or the browser is not sent
+    back to the client's redirect URI."""
     query = parse_qs(urlsplit(authorization_url).query)
     assert "redirect_uri" in query, f"no redirect_uri in {authorization_url}"
     redirect_uri = query["redirect_uri"][0]
@@ -151,19 +153,33 @@ async def _summary(page: Page, selector: str) -> dict[str, str]:
     return shown
 
 
+class ConsentRefused(AssertionError):
+    """The consent page answered Allow with a refusal (its `#error`): `code` as the page names it
+    (`lease_held`, `run_cancelled`, ...), `message` its words."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"[{code}] {message}")
+        self.code = code
+        self.message = message
+
+
 async def _send_back(page: Page, button: str, redirect_uri: str, wait_ms: float, console: list[str]) -> str:
-    """Press `button` and wait for the navigation to `redirect_uri` (the listener must answer it)."""
-    sent: list[str] = []
-    page.on("request", lambda r: sent.append(r.url) if r.url.startswith(redirect_uri) else None)
-    await page.locator(button).click()
-    try:
-        await page.wait_for_url(lambda url: url.startswith(redirect_uri), timeout=wait_ms)
-    except PlaywrightTimeout:
+    """Press `button` and wait for the navigation to `redirect_uri` (the listener must answer it), or
+    for the consent page shown again with a refusal (ConsentRefused)."""
+    with contextlib.suppress(PlaywrightTimeout):  # a blocked redirect may end no navigation at all
+        async with page.expect_navigation(timeout=wait_ms):  # the form's POST, answered one way or the other
+            await page.locator(button).click()
+    if not page.url.startswith(redirect_uri):
+        error = page.locator("#error .code")
+        if urlsplit(page.url).path == "/console/oauth/consent" and await error.count():
+            code = await error.inner_text()
+            whole = await page.locator("#error").inner_text()
+            raise ConsentRefused(code, whole.split(f"{code}:", 1)[-1].strip())
         raise AssertionError(
-            f"not sent back to {redirect_uri} (requests there: {sent}; Chromium said: {console}); "
-            f"the page at {page.url}:\n{await _page_text(page)}"
-        ) from None
-    return sent[0] if sent else page.url
+            f"not sent back to {redirect_uri} (Chromium said: {console}); the page at {page.url}:\n"
+            f"{await _page_text(page)}"
+        )
+    return page.url
 
 
 async def _wait_for_path(page: Page, path: str, wait_ms: float) -> None:

@@ -10,7 +10,7 @@ then on refreshes by itself. The gateway's access tokens live 5 s, so the test w
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,9 +29,9 @@ from playwright.async_api import Browser
 from pydantic import AnyUrl
 
 from tests.browser.console import chromium_executable
-from tests.e2e.serving import ROOT, clean_environ, code_of, warrant_serve
+from tests.e2e.serving import ROOT, clean_environ, code_of, mcp_agent, warrant_serve
 from tests.harness import free_port
-from tests.oauth.browser import CallbackServer, Choice, Consented, chromium, consent
+from tests.oauth.browser import CallbackServer, Choice, Consented, ConsentRefused, chromium, consent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -147,15 +147,37 @@ class Person:
         self.consents.append(await consent(self.browser, authorization_url, self.key, self.choice))
 
 
+class Declined(Exception):
+    """The browser came back to the client's listener with an OAuth error instead of a code."""
+
+    def __init__(self, query: dict[str, str]) -> None:
+        super().__init__(query)
+        self.query = query
+
+
+def caused_by(error: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """`error` or what it wraps (an exception group, a cause) that is a `kind`."""
+    if isinstance(error, kind):
+        return error
+    inner: list[BaseException] = list(error.exceptions) if isinstance(error, BaseExceptionGroup) else []
+    inner += [e for e in (error.__cause__, error.__context__) if e is not None]
+    return next((found for e in inner if (found := caused_by(e, kind)) is not None), None)
+
+
 @asynccontextmanager
-async def sdk_client(gateway: Gateway, person: Person, storage: Memory) -> AsyncIterator[ClientSession]:
+async def sdk_client(
+    gateway: Gateway, person: Person, storage: Memory, opens: Callable[[str], Awaitable[None]] | None = None
+) -> AsyncIterator[ClientSession]:
     """The SDK's OAuth client, as an application configures it: the server URL, its name and its
-    loopback redirect URI; its callback handler reads the code its own listener received."""
+    loopback redirect URI; its redirect handler is `person.open` (or `opens`), its callback handler
+    reads the code its own listener received."""
     with CallbackServer() as callback:
 
         async def code() -> AuthorizationCodeResult:
             with anyio.fail_after(WAIT):
                 query = await callback.next()
+            if "error" in query:
+                raise Declined(query)
             assert "code" in query, query
             return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
 
@@ -163,7 +185,7 @@ async def sdk_client(gateway: Gateway, person: Person, storage: Memory) -> Async
             f"{gateway.url}/mcp",
             OAuthClientMetadata(client_name="Notes agent", redirect_uris=[AnyUrl(callback.redirect_uri)]),
             storage,
-            redirect_handler=person.open,
+            redirect_handler=opens or person.open,
             callback_handler=code,
         )
         async with (
@@ -269,3 +291,42 @@ async def test_new_run_from_a_template_then_taken_over(gateway: Gateway, browser
         refused = await call(session, "notes__search", {"query": "offsite"})
         assert code_of(refused) == "lease_superseded", refused
     assert len(person.consents) == 1
+
+
+async def test_takeover_ticked_on_the_consent_page(gateway: Gateway, browser: Browser) -> None:
+    """A run whose lease a harness holds: Allow alone is refused `lease_held` on the page; with the
+    takeover ticked the client gets the run, and the harness's next call is refused."""
+    run_id = (await gateway.post("/api/runs", CONTRACT, status=201))["run_id"]
+    harness = (await gateway.post(f"/api/runs/{run_id}/lease", {"worker": "harness"}, 201))["token"]
+    tries: list[str] = []
+
+    async def person(authorization_url: str) -> None:
+        assert not tries, "the client asked a person to sign in again"
+        with pytest.raises(ConsentRefused) as refused:
+            await consent(browser, authorization_url, "key-op", Choice.run(run_id))
+        tries.append(refused.value.code)
+        await consent(browser, authorization_url, "key-op", Choice.run(run_id, takeover=True))
+        tries.append("allowed")
+
+    async with sdk_client(gateway, Person(browser, "key-op", Choice.run(run_id)), Memory(), person) as session:
+        assert tries == ["lease_held", "allowed"], tries
+        searched = await call(session, "notes__search", {"query": "vendors"})
+        assert code_of(searched) is None and await landed_in(gateway, run_id, searched), searched
+    async with mcp_agent(gateway.url, harness, WAIT) as agent:
+        stale = await agent.call_tool("notes__search", {"query": "vendors"})
+    assert code_of(stale) == "lease_superseded", stale
+
+
+async def test_deny_sends_the_browser_back_with_access_denied(gateway: Gateway, browser: Browser) -> None:
+    run_id = (await gateway.post("/api/runs", CONTRACT, status=201))["run_id"]
+    person = Person(browser, "key-op", Choice.run(run_id, allow=False))
+    with pytest.raises(BaseException) as raised:
+        async with sdk_client(gateway, person, Memory()):
+            pass
+    declined = caused_by(raised.value, Declined)
+    assert isinstance(declined, Declined), raised.value
+    assert declined.query["error"] == "access_denied" and declined.query.get("state"), declined.query
+    assert person.consents[0].query == declined.query  # what Chromium loaded is what the listener got
+    assert "oauth_consented" not in await gateway.event_types(run_id)
+    run = await gateway.get(f"/api/runs/{run_id}")
+    assert run["lease"]["worker"] is None and run["lease"]["epoch"] == 0, run
