@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import queue
+import socket
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import anyio
 from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from tests.browser.console import CHROMIUM_ARGS, chromium_executable
@@ -166,7 +168,7 @@ class ConsentRefused(AssertionError):
 async def _send_back(page: Page, button: str, redirect_uri: str, wait_ms: float, console: list[str]) -> str:
     """Press `button` and wait for the navigation to `redirect_uri` (the listener must answer it), or
     for the consent page shown again with a refusal (ConsentRefused)."""
-    with contextlib.suppress(PlaywrightTimeout):  # a blocked redirect may end no navigation at all
+    with contextlib.suppress(PlaywrightError):  # a blocked redirect: aborted, or no navigation at all
         async with page.expect_navigation(timeout=wait_ms):  # the form's POST, answered one way or the other
             await page.locator(button).click()
     if not page.url.startswith(redirect_uri):
@@ -195,19 +197,26 @@ async def _page_text(page: Page) -> str:
     return "(no page)"
 
 
+class _ServerV6(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 @dataclass
 class CallbackServer:
-    """The client's loopback redirect target: `http://127.0.0.1:PORT{path}` on a free port, served by a
-    thread until the block ends. Each GET of `path` is answered 200 and its query queued for `next`."""
+    """The client's loopback redirect target: `http://127.0.0.1:PORT{path}` on a free port (or
+    `http://[::1]:PORT{path}` with host="::1"), served by a thread until the block ends. Each GET of
+    `path` is answered 200 and its query queued for `next`."""
 
     path: str = "/callback"
+    host: str = "127.0.0.1"
     received: queue.Queue[dict[str, str]] = field(default_factory=queue.Queue)
     _server: http.server.ThreadingHTTPServer | None = None
 
     @property
     def redirect_uri(self) -> str:
         assert self._server is not None, "the callback server is not started"
-        return f"http://127.0.0.1:{self._server.server_address[1]}{self.path}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self._server.server_address[1]}{self.path}"
 
     def __enter__(self) -> CallbackServer:
         owner = self
@@ -229,7 +238,8 @@ class CallbackServer:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        kind = _ServerV6 if ":" in self.host else http.server.ThreadingHTTPServer
+        self._server = kind((self.host, 0), Handler)
         threading.Thread(target=self._server.serve_forever, name="oauth-callback", daemon=True).start()
         return self
 

@@ -10,6 +10,7 @@ then on refreshes by itself. The gateway's access tokens live 5 s, so the test w
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -166,12 +167,16 @@ def caused_by(error: BaseException, kind: type[BaseException]) -> BaseException 
 
 @asynccontextmanager
 async def sdk_client(
-    gateway: Gateway, person: Person, storage: Memory, opens: Callable[[str], Awaitable[None]] | None = None
+    gateway: Gateway,
+    person: Person,
+    storage: Memory,
+    opens: Callable[[str], Awaitable[None]] | None = None,
+    loopback: str = "127.0.0.1",
 ) -> AsyncIterator[ClientSession]:
     """The SDK's OAuth client, as an application configures it: the server URL, its name and its
-    loopback redirect URI; its redirect handler is `person.open` (or `opens`), its callback handler
-    reads the code its own listener received."""
-    with CallbackServer() as callback:
+    loopback redirect URI (on `loopback`); its redirect handler is `person.open` (or `opens`), its
+    callback handler reads the code its own listener received."""
+    with CallbackServer(host=loopback) as callback:
 
         async def code() -> AuthorizationCodeResult:
             with anyio.fail_after(WAIT):
@@ -330,3 +335,23 @@ async def test_deny_sends_the_browser_back_with_access_denied(gateway: Gateway, 
     assert "oauth_consented" not in await gateway.event_types(run_id)
     run = await gateway.get(f"/api/runs/{run_id}")
     assert run["lease"]["worker"] is None and run["lease"]["epoch"] == 0, run
+
+
+def ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not ipv6_loopback(), reason="this machine has no IPv6 loopback (::1)")
+async def test_an_ipv6_loopback_redirect_uri(gateway: Gateway, browser: Browser) -> None:
+    """RFC 8252's `http://[::1]:PORT/...`: the consent form's CSP must still let Chromium go there."""
+    run_id = (await gateway.post("/api/runs", CONTRACT, status=201))["run_id"]
+    person = Person(browser, "key-op", Choice.run(run_id))
+    async with sdk_client(gateway, person, Memory(), loopback="::1") as session:
+        assert person.consents[0].redirect.startswith("http://[::1]:"), person.consents[0]
+        searched = await call(session, "notes__search", {"query": "vendors"})
+        assert code_of(searched) is None and await landed_in(gateway, run_id, searched), searched
