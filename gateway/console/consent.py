@@ -13,6 +13,7 @@ browser back to the client with a one-time code; Deny sends it back with `access
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -33,9 +34,38 @@ from gateway.roles import permits, require
 from gateway.service import Gateway
 from gateway.store.records import Principal
 
+SCHEME = re.compile(r"[a-z][a-z0-9+.-]{0,63}")
+HOST = re.compile(r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?")  # urlsplit's hostname is lower-case
 LIVE = (RunStatus.RUNNING, RunStatus.WAITING, RunStatus.PAUSED)
 MAX_RUNS_SHOWN = 200
 MAX_TEXT = 2000
+
+
+def form_action_source(redirect_uri: str) -> str:
+    """The CSP source that admits `redirect_uri` as where the consent form leads, built from the
+    URI's parsed parts only (never its raw text: a `;` or a space would end or add a directive).
+
+    `scheme://host[:port]` for a DNS name or an IPv4 address; the scheme alone (`cursor:`) for a
+    private-use scheme; and `http:` for an IPv6 loopback (`http://[::1]:PORT/...`, RFC 8252 7.3),
+    which CSP cannot name (its host-source has no IPv6 literal: Chromium drops such a source as
+    invalid and then blocks the redirect). Plain http is loopback-only here (oauth/clients.py), so
+    that widening reaches nothing a person's browser was not already sent to. "" when the URI is
+    not one the gateway would accept: nothing is added, and the redirect is blocked."""
+    parts = urlsplit(redirect_uri)
+    scheme = parts.scheme.lower()
+    if not SCHEME.fullmatch(scheme):
+        return ""
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return ""
+    if scheme not in ("http", "https"):
+        return f"{scheme}:"
+    if host and HOST.fullmatch(host):
+        return f"{scheme}://{host}" + (f":{port}" if port is not None else "")
+    if scheme == "http" and host is not None and ":" in host:
+        return "http:"
+    return ""
 
 
 def template_name(path: Path) -> str:
@@ -52,9 +82,9 @@ class ConsentPages:
         form-action to where a form's answer redirects), and to nothing else."""
         if pending is None:
             return HEADERS
-        parts = urlsplit(pending.redirect_uri)
-        target = f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:"
-        csp = HEADERS["Content-Security-Policy"].replace("form-action 'self'", f"form-action 'self' {target}")
+        csp = HEADERS["Content-Security-Policy"].replace(
+            "form-action 'self'", f"form-action 'self' {form_action_source(pending.redirect_uri)}".rstrip()
+        )
         return {**HEADERS, "Content-Security-Policy": csp}
 
     def _pending(self, request: Request, value: str | None) -> PendingRequest | None:
