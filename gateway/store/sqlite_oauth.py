@@ -380,7 +380,11 @@ class OAuthOps(LeaseOps):
         )
 
     def _revoke(self, conn: Conn, grant: OAuthGrant, reason: str, by: str, now: float) -> None:
-        """Revoke a grant (in the caller's transaction): its tokens go, its lease holds no more."""
+        """Revoke a grant (in the caller's transaction): its tokens go, its lease holds no more.
+        A grant already revoked keeps its first revocation (when, why, by whom) and gets no new
+        event: a used code presented again and again must not grow the run's ledger."""
+        if grant.revoked_at is not None:
+            return
         conn.execute(
             "UPDATE oauth_grants SET revoked_at = ?, revoked_reason = ?, revoked_by = ? WHERE grant_id = ?",
             (now, reason, by, grant.grant_id),
