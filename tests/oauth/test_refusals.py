@@ -106,8 +106,24 @@ async def test_a_replayed_code_is_refused_and_revokes_the_grant(oauth_api: Api) 
     assert run_id not in again.text and SECRET_GOAL not in again.text
     assert_unauthorized(await mcp_call(f"{oauth_api.url}/mcp", access), oauth_api.url)
     assert oauth_error(await refresh(oauth_api.url, client, first.json()["refresh_token"])) == "invalid_grant"
+    # Presented again and again, the used code adds nothing more to the run's ledger.
+    for _ in range(3):
+        assert oauth_error(await redeem(oauth_api.url, client, code, verifier)) == "invalid_grant"
     revoked = of_type(await events(oauth_api, run_id), "oauth_revoked")
     assert [e["data"]["reason"] for e in revoked] == ["authorization_code_replayed"]
+
+
+async def test_a_revoked_grant_keeps_its_first_revocation_when_its_code_is_replayed(oauth_api: Api) -> None:
+    run_id = await oauth_api.new_run()
+    client = await public_client(oauth_api.url)
+    code, verifier = await code_for(oauth_api.url, FormBrowser(oauth_api.url, "key-op"), client, f"run:{run_id}")
+    issued = (await redeem(oauth_api.url, client, code, verifier)).json()
+    assert (await revoke(oauth_api, client, issued["refresh_token"])).status_code == 200
+    assert oauth_error(await redeem(oauth_api.url, client, code, verifier)) == "invalid_grant"
+    revoked = of_type(await events(oauth_api, run_id), "oauth_revoked")
+    assert [(e["data"]["reason"], e["data"]["by"]) for e in revoked] == [("revoked_by_client", client.client_id)]
+    grants = await oauth_api.gateway.store.list_oauth_grants("acme", run_id)
+    assert [(g.revoked_reason, g.revoked_by) for g in grants] == [("revoked_by_client", client.client_id)]
 
 
 async def test_a_wrong_pkce_verifier_is_invalid_grant(oauth_api: Api) -> None:
