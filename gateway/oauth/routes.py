@@ -29,12 +29,12 @@ from mcp.shared.auth import OAuthClientInformationFull, ProtectedResourceMetadat
 from pydantic import AnyHttpUrl, ValidationError
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.oauth.credentials import secrets_equal
-from gateway.oauth.provider import BASE_URL, SCOPES, WarrantAuthorization, resource_of
+from gateway.oauth.provider import BASE_URL, SCOPES, WarrantAuthorization, resource_of, same_resource
 
 MAX_BODY = 64 * 1024
 RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
@@ -199,6 +199,20 @@ def oauth_routes(provider: WarrantAuthorization) -> list[Route]:
         return Route(path, WithBase(app, public_url), methods=methods)
 
     token = TokenHandler(sdk, authenticator)
+
+    async def token_endpoint(request: Request) -> Response:
+        """The SDK's token handler, once the request's resource indicators (RFC 8707 2.2) name
+        this gateway's /mcp: the SDK parses `resource` at /token and then ignores it, so a
+        client asking a token for another resource was issued one (for this /mcp) without a word."""
+        form = await request.form()  # cached on the request: the handler reads the same form
+        ours = resource_of(provider.base_url())
+        for value in form.getlist("resource"):
+            if not isinstance(value, str) or not same_resource(value, ours):
+                body = {"error": "invalid_target", "error_description": f"this server issues tokens for {ours} only"}
+                return JSONResponse(body, status_code=400, headers={"Cache-Control": "no-store", "Pragma": "no-cache"})
+        answer: Response = await token.handle(request)
+        return answer
+
     return [
         route(
             "/.well-known/oauth-authorization-server",
@@ -208,7 +222,7 @@ def oauth_routes(provider: WarrantAuthorization) -> list[Route]:
         route(RESOURCE_METADATA, _cors(request_response(resource_metadata), ["GET"]), ["GET", "OPTIONS"]),
         route(RESOURCE_METADATA + "/mcp", _cors(request_response(resource_metadata), ["GET"]), ["GET", "OPTIONS"]),
         route("/authorize", _endpoint(AuthorizationHandler(sdk).handle), ["GET", "POST"]),
-        route("/token", _cors(_endpoint(token.handle), ["POST"]), ["POST", "OPTIONS"]),
+        route("/token", _cors(_endpoint(token_endpoint), ["POST"]), ["POST", "OPTIONS"]),
         route(
             "/register", _cors(_endpoint(RegistrationHandler(sdk, registration).handle), ["POST"]), ["POST", "OPTIONS"]
         ),
