@@ -228,7 +228,8 @@ class OAuthOps(LeaseOps):
         self, code_hash: str, access_hash: str, access_expires: float, refresh_hash: str, refresh_expires: float
     ) -> OAuthTokens:
         """Use the code once: its grant's first access and refresh token. Raises: OAuthRefused
-        (a used code, which revokes the grant; a revoked grant; a run its grant can act for no more)."""
+        (a used code, which revokes the grant; a code past its time, by the store's clock; a
+        revoked grant; a run its grant can act for no more)."""
 
         def tx(conn: Conn) -> OAuthTokens | WarrantError:
             now = self._clock.now()
@@ -239,6 +240,8 @@ class OAuthOps(LeaseOps):
             if grant.code_used_at is not None:
                 self._revoke(conn, grant, "authorization_code_replayed", "gateway", now)
                 return OAuthRefused("authorization code was already used; the tokens it issued are revoked")
+            if grant.code_expires_at <= now:
+                return OAuthRefused("authorization code has expired: sign in again")
             conn.execute("UPDATE oauth_grants SET code_used_at = ? WHERE grant_id = ?", (now, grant.grant_id))
             if grant.revoked_at is not None:
                 return OAuthRefused(f"this sign-in was revoked ({grant.revoked_reason})")
