@@ -23,6 +23,7 @@ from tests.oauth.flow import (
     public_client,
     redeem,
     refresh,
+    token,
     tokens_for,
 )
 
@@ -90,6 +91,29 @@ async def test_a_token_for_one_address_of_the_gateway_is_refused_at_another(oaut
     assert run_id not in answer.text and SECRET_GOAL not in answer.text
 
 
+async def test_a_token_asked_for_another_resource_is_invalid_target_at_token(oauth_api: Api) -> None:
+    run_id = await oauth_api.new_run()
+    client = await public_client(oauth_api.url)
+    code, verifier = await code_for(oauth_api.url, FormBrowser(oauth_api.url, "key-op"), client, f"run:{run_id}")
+    base = {"code": code, "redirect_uri": client.redirect_uri, "code_verifier": verifier}
+    for resource in ("http://other.example/mcp", f"{oauth_api.url}/other"):
+        answer = await token(oauth_api.url, client, grant_type="authorization_code", resource=resource, **base)
+        assert oauth_error(answer) == "invalid_target"
+    # Refused before the code was looked at: it still redeems, for this /mcp.
+    answer = await redeem(oauth_api.url, client, code, verifier)
+    assert answer.status_code == 200, answer.text
+    issued = answer.json()
+    refused = await token(
+        oauth_api.url,
+        client,
+        grant_type="refresh_token",
+        refresh_token=issued["refresh_token"],
+        resource="http://other.example/mcp",
+    )
+    assert oauth_error(refused) == "invalid_target"
+    assert (await refresh(oauth_api.url, client, issued["refresh_token"])).status_code == 200
+
+
 # -- codes -----------------------------------------------------------------------------------
 async def test_a_replayed_code_is_refused_and_revokes_the_grant(oauth_api: Api) -> None:
     run_id = await oauth_api.new_run(goal=SECRET_GOAL)
@@ -134,6 +158,17 @@ async def test_a_wrong_pkce_verifier_is_invalid_grant(oauth_api: Api) -> None:
     answer = await redeem(oauth_api.url, client, code, wrong)
     assert oauth_error(answer) == "invalid_grant"
     assert run_id not in answer.text
+
+
+async def test_a_code_past_its_time_is_invalid_grant_by_the_gateways_clock(oauth_api: Api) -> None:
+    run_id = await oauth_api.new_run()
+    client = await public_client(oauth_api.url)
+    code, verifier = await code_for(oauth_api.url, FormBrowser(oauth_api.url, "key-op"), client, f"run:{run_id}")
+    oauth_api.clock.advance(61)  # oauth.code_ttl: 60 s
+    answer = await redeem(oauth_api.url, client, code, verifier)
+    assert oauth_error(answer) == "invalid_grant"
+    assert "expired" in answer.json()["error_description"]
+    assert of_type(await events(oauth_api, run_id), "oauth_token_issued") == []
 
 
 async def test_a_redirect_uri_not_registered_is_a_400_and_not_a_redirect(oauth_api: Api) -> None:
