@@ -215,11 +215,15 @@ def field_csrf(page: str) -> str:
 async def test_a_worker_key_is_offered_only_the_runs_given_to_it(oauth_api: Api) -> None:
     given = await oauth_api.new_run(workers=["wrk"], goal="given to wrk")
     not_given = await oauth_api.new_run(workers=["someone-else"], goal=SECRET_GOAL)
+    # A contract that names no workers restricts no worker key (docs/decisions.md, as at
+    # POST /api/runs/{id}/lease): that run is offered too.
+    unrestricted = await oauth_api.new_run(goal="names no workers")
     client = await public_client(oauth_api.url)
     browser = FormBrowser(oauth_api.url, "key-wrk")
     code, verifier = await code_for(oauth_api.url, browser, client, f"run:{given}")
     page = browser.pages[-1]
-    assert given in page and not_given not in page and SECRET_GOAL not in page
+    assert given in page and unrestricted in page
+    assert not_given not in page and SECRET_GOAL not in page
     # A worker key may not start runs: no template offered.
     assert 'value="new:' not in page
     assert (await redeem(oauth_api.url, client, code, verifier)).status_code == 200
