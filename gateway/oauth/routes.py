@@ -217,9 +217,14 @@ def _basic_client_id(header: bytes) -> str | None:
     return unquote(client_id) if sep and client_id else None
 
 
-def _cors(app: ASGIApp, methods: list[str]) -> ASGIApp:
-    """The metadata and token endpoints are called from browser-based clients (the Inspector)."""
-    return CORSMiddleware(app, allow_origins="*", allow_methods=methods, allow_headers=["mcp-protocol-version"])
+def _cors(app: ASGIApp, methods: list[str], *, client_auth: bool = False) -> ASGIApp:
+    """The metadata and token endpoints are called from browser-based clients (the Inspector).
+    `/token` and `/revoke` (`client_auth`) also let a page send `Authorization`: the TypeScript
+    SDK's client_secret_basic puts the client's credentials there, and a preflight refusing it
+    would stop such a client in a browser. No origin gets cookies (no allow_credentials): the
+    header carries only what the page itself holds."""
+    headers = ["mcp-protocol-version", *(["authorization"] if client_auth else [])]
+    return CORSMiddleware(app, allow_origins="*", allow_methods=methods, allow_headers=headers)
 
 
 def _endpoint(handler: Callable[[Request], Awaitable[Response]], *, client_auth: bool = False) -> ASGIApp:
@@ -266,13 +271,15 @@ def oauth_routes(provider: WarrantAuthorization) -> list[Route]:
         route(RESOURCE_METADATA, _cors(request_response(resource_metadata), ["GET"]), ["GET", "OPTIONS"]),
         route(RESOURCE_METADATA + "/mcp", _cors(request_response(resource_metadata), ["GET"]), ["GET", "OPTIONS"]),
         route("/authorize", _endpoint(AuthorizationHandler(sdk).handle), ["GET", "POST"]),
-        route("/token", _cors(_endpoint(token.handle, client_auth=True), ["POST"]), ["POST", "OPTIONS"]),
+        route(
+            "/token", _cors(_endpoint(token.handle, client_auth=True), ["POST"], client_auth=True), ["POST", "OPTIONS"]
+        ),
         route(
             "/register", _cors(_endpoint(RegistrationHandler(sdk, registration).handle), ["POST"]), ["POST", "OPTIONS"]
         ),
         route(
             "/revoke",
-            _cors(_endpoint(Revocation(sdk, authenticator).handle, client_auth=True), ["POST"]),
+            _cors(_endpoint(Revocation(sdk, authenticator).handle, client_auth=True), ["POST"], client_auth=True),
             ["POST", "OPTIONS"],
         ),
     ]

@@ -85,3 +85,19 @@ async def test_a_form_client_id_must_match_the_header(oauth_api: Api) -> None:
         assert mismatch.json()["error"] == "invalid_client"
         issued = await http.post("/token", data=form, headers=basic(client["client_id"], client["client_secret"]))
         assert issued.status_code == 200, issued.text
+
+
+@pytest.mark.parametrize("path", ["/token", "/revoke"])
+async def test_a_page_may_send_basic_credentials(oauth_api: Api, path: str) -> None:
+    """A browser-based client's preflight for a Basic-authenticated token or revocation request."""
+    preflight = {
+        "Origin": "http://localhost:6274",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type, mcp-protocol-version",
+    }
+    async with oauth_api.client(None) as http:
+        answer = await http.options(path, headers=preflight)
+        assert answer.status_code == 200, answer.text
+        allowed = {h.strip().lower() for h in answer.headers["access-control-allow-headers"].split(",")}
+        assert {"authorization", "content-type", "mcp-protocol-version"} <= allowed
+        assert "access-control-allow-credentials" not in answer.headers
