@@ -177,6 +177,7 @@ async def drive(api: Api, browser: Browser, script: NodeSession, run_id: str, me
     fourth, before = await script.until("step", "call")
     refusals = token_refusals(before)
     assert [(r["grant_type"], r["status"], r["error"]) for r in refusals] == [("refresh_token", 400, "invalid_grant")]
+    assert f"run {run_id} is cancelled" in refusals[0]["error_description"]
     assert any(line.get("event") == "authorize" for line in before), before
     assert fourth["error"]["name"] == "UnauthorizedError", fourth
     await script.until("step", "done")

@@ -22,7 +22,7 @@
 //                                    token_endpoint_auth_method granted and whether a client_secret
 //                                    came; for /token the grant_type, how the client authenticated
 //                                    (client_auth: none, client_secret_post, client_secret_basic)
-//                                    and the OAuth `error` of a refusal
+//                                    and the OAuth `error` and `error_description` of a refusal
 //   {"step":...}                     one line per step, in order (below)
 //   {"step":"done"}                  the last line; exit 0
 //
@@ -143,7 +143,10 @@ async function reportingFetch(input, init) {
     line.grant_type = form.get("grant_type");
     const basic = new Headers(init?.headers).get("authorization")?.startsWith("Basic ");
     line.client_auth = basic ? "client_secret_basic" : form.has("client_secret") ? "client_secret_post" : "none";
-    if (!response.ok) line.error = await response.clone().json().then((b) => b.error, () => undefined);
+    if (!response.ok) {
+      const body = await response.clone().json().catch(() => ({}));
+      Object.assign(line, { error: body.error, error_description: body.error_description });
+    }
   }
   emit(line);
   return response;
