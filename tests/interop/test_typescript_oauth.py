@@ -4,27 +4,26 @@ and a person consenting in Chromium.
 tests/interop/node/ts_oauth_client.mjs is the client (its protocol with this test is at its top):
 an `OAuthClientProvider` in memory, its redirect URI a loopback listener of its own. The SDK finds
 the authorization server from the 401 of /mcp (RFC 9728), registers (RFC 7591), asks for an
-authorization; the test opens that URL in Chromium, signs in on the console and allows the run;
-the browser lands on the script's listener, which hands the code to `finishAuth`. Then the script
-lists and calls; past the access token's lifetime (3 s, on the gateway's clock, which the test
-moves) its next call is answered 401 and the SDK refreshes by itself (`oauth_refreshed`); after the
-run is cancelled the call is refused by the gate, and the refresh the SDK tries once the access
-token lapses again is refused `invalid_grant`.
+authorization; the test opens that URL in Chromium (tests/oauth/browser.py), signs in on the
+console and allows the run; the browser lands on the script's listener, which hands the code to
+`finishAuth`. Then the script lists and calls; past the access token's lifetime (3 s, on the
+gateway's clock, which the test moves) its next call is answered 401 and the SDK refreshes by
+itself (`oauth_refreshed`); after the run is cancelled the call is refused by the gate, and the
+refresh the SDK tries once the access token lapses again is refused `invalid_grant`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, async_playwright, expect
+from playwright.async_api import Browser
 
 from tests.api.conftest import Api, serving_api
-from tests.browser.console import CHROMIUM_ARGS, PAGE_WAIT, chromium_executable
 from tests.interop.nodejs import NodeSession, start_node
+from tests.oauth.browser import Choice, chromium, consent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -41,40 +40,14 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=chromium_executable(), headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            yield launched
-        finally:
-            await launched.close()
+    async with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture
 async def oauth_api(tmp_path: Path) -> AsyncIterator[Api]:
     async with serving_api(tmp_path, OAUTH) as served:
         yield served
-
-
-async def consent(browser: Browser, authorization_url: str, api_key: str, run_id: str) -> str:
-    """A person in Chromium: opens the client's authorization URL, signs in on the console,
-    allows `run_id`. The page the browser ends on (the client's callback)."""
-    context = await browser.new_context()
-    try:
-        context.set_default_timeout(PAGE_WAIT)
-        page = await context.new_page()
-        await page.goto(authorization_url)
-        await expect(page).to_have_url(re.compile(r"/console/login"))
-        await page.fill('input[name="api_key"]', api_key)
-        await page.click('form[action="/console/login"] button[type="submit"]')
-        await page.check(f"#run-{run_id}")
-        await page.click("#allow")
-        await expect(page).to_have_url(re.compile(r"^http://127\.0\.0\.1:\d+/callback\?"))
-        await expect(page.locator("#signed-in")).to_be_visible()
-        return page.url
-    finally:
-        await context.close()
 
 
 async def events_of(api: Api, run_id: str) -> list[dict[str, Any]]:
@@ -131,9 +104,10 @@ async def drive(api: Api, browser: Browser, script: NodeSession, run_id: str, me
     assert registered["status"] == 201, registered
     assert registered["token_endpoint_auth_method"] == method
     assert registered["client_secret"] is (method != "none")
-    landed = await consent(browser, asked["url"], "key-op", run_id)
+    consented = await consent(browser, asked["url"], "key-op", Choice.run(run_id))
+    assert consented.signed_in and consented.client_name.startswith("warrant interop")
     callback, _ = await script.until("event", "callback")
-    assert callback["code"].startswith("wac_") and callback["code"] in landed
+    assert callback["code"].startswith("wac_") and callback["code"] == consented.query["code"]
     connected, before = await script.until("event", "connected")
     assert ("/token", 200, "authorization_code") in http_lines(before)
     assert {line["client_auth"] for line in before if line.get("path") == "/token"} == {method}
