@@ -62,6 +62,17 @@ async def test_basic_without_client_id_in_the_form(oauth_api: Api) -> None:
         refreshed = await http.post("/token", data=refresh, headers=basic(client["client_id"], client["client_secret"]))
         assert refreshed.status_code == 200, refreshed.text
         assert refreshed.json()["access_token"].startswith("wat_")
+        # /revoke likewise: the refresh token revoked with the id in the header only, and so refused.
+        again = {"grant_type": "refresh_token", "refresh_token": refreshed.json()["refresh_token"]}
+        revoked = await http.post(
+            "/revoke",
+            data={"token": again["refresh_token"]},
+            headers=basic(client["client_id"], client["client_secret"]),
+        )
+        assert revoked.status_code == 200, revoked.text
+        refused = await http.post("/token", data=again, headers=basic(client["client_id"], client["client_secret"]))
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"] == "invalid_grant"
 
 
 async def test_a_form_client_id_must_match_the_header(oauth_api: Api) -> None:
