@@ -13,7 +13,7 @@ import base64
 import binascii
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote, urlencode
 
 from mcp.server.auth.errors import stringify_pydantic_error
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
@@ -31,7 +31,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, request_response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.oauth.credentials import secrets_equal
 from gateway.oauth.provider import BASE_URL, SCOPES, WarrantAuthorization, resource_of, same_resource
@@ -160,13 +160,76 @@ class Revocation(RevocationHandler):
         return Response(status_code=200, headers={"Cache-Control": "no-store", "Pragma": "no-cache"})
 
 
-def _cors(app: ASGIApp, methods: list[str]) -> ASGIApp:
-    """The metadata and token endpoints are called from browser-based clients (the Inspector)."""
-    return CORSMiddleware(app, allow_origins="*", allow_methods=methods, allow_headers=["mcp-protocol-version"])
+class ClientIdFromBasic:
+    """`/token` and `/revoke`: a client authenticating with HTTP Basic need not repeat its
+    client_id in the form (RFC 6749 sections 2.3.1 and 4.1.3: the body's `client_id` is required
+    only of a client that does not authenticate), and the TypeScript SDK does not. The SDK's
+    handlers read the client_id from the form alone and refused such a request
+    (`invalid_request: client_id: Field required`), so it is copied into the form from the
+    header when the form lacks one. A form that names one is left as it is (HashedSecrets then
+    holds it to the header's). Inside RequestBodyLimitMiddleware: the body is bounded already."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
+        media = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+        basic = _basic_client_id(headers.get(b"authorization", b""))
+        if basic is None or media != b"application/x-www-form-urlencoded":
+            await self.app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, receive, send)  # a disconnect: nothing to rewrite
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        if not any(name == "client_id" for name, _ in parse_qsl(body.decode("latin-1"), keep_blank_values=True)):
+            body = (body + b"&" if body else b"") + urlencode({"client_id": basic}).encode()
+        rewritten = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
+        rewritten.append((b"content-length", str(len(body)).encode()))
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app({**scope, "headers": rewritten}, replay, send)
 
 
-def _endpoint(handler: Callable[[Request], Awaitable[Response]]) -> ASGIApp:
-    return RequestBodyLimitMiddleware(request_response(handler), MAX_BODY)
+def _basic_client_id(header: bytes) -> str | None:
+    """The client_id of an `Authorization: Basic` header (form-urlencoded, RFC 6749 section
+    2.3.1); None without one, or for one that does not decode (HashedSecrets refuses it)."""
+    if not header.startswith(b"Basic "):
+        return None
+    try:
+        decoded = base64.b64decode(header[6:], validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError, binascii.Error):
+        return None
+    client_id, sep, _ = decoded.partition(":")
+    return unquote(client_id) if sep and client_id else None
+
+
+def _cors(app: ASGIApp, methods: list[str], *, client_auth: bool = False) -> ASGIApp:
+    """The metadata and token endpoints are called from browser-based clients (the Inspector).
+    `/token` and `/revoke` (`client_auth`) also let a page send `Authorization`: the TypeScript
+    SDK's client_secret_basic puts the client's credentials there, and a preflight refusing it
+    would stop such a client in a browser. No origin gets cookies (no allow_credentials): the
+    header carries only what the page itself holds."""
+    headers = ["mcp-protocol-version", *(["authorization"] if client_auth else [])]
+    return CORSMiddleware(app, allow_origins="*", allow_methods=methods, allow_headers=headers)
+
+
+def _endpoint(handler: Callable[[Request], Awaitable[Response]], *, client_auth: bool = False) -> ASGIApp:
+    app = request_response(handler)
+    return RequestBodyLimitMiddleware(ClientIdFromBasic(app) if client_auth else app, MAX_BODY)
 
 
 def oauth_routes(provider: WarrantAuthorization) -> list[Route]:
@@ -222,9 +285,17 @@ def oauth_routes(provider: WarrantAuthorization) -> list[Route]:
         route(RESOURCE_METADATA, _cors(request_response(resource_metadata), ["GET"]), ["GET", "OPTIONS"]),
         route(RESOURCE_METADATA + "/mcp", _cors(request_response(resource_metadata), ["GET"]), ["GET", "OPTIONS"]),
         route("/authorize", _endpoint(AuthorizationHandler(sdk).handle), ["GET", "POST"]),
-        route("/token", _cors(_endpoint(token_endpoint), ["POST"]), ["POST", "OPTIONS"]),
+        route(
+            "/token",
+            _cors(_endpoint(token_endpoint, client_auth=True), ["POST"], client_auth=True),
+            ["POST", "OPTIONS"],
+        ),
         route(
             "/register", _cors(_endpoint(RegistrationHandler(sdk, registration).handle), ["POST"]), ["POST", "OPTIONS"]
         ),
-        route("/revoke", _cors(_endpoint(Revocation(sdk, authenticator).handle), ["POST"]), ["POST", "OPTIONS"]),
+        route(
+            "/revoke",
+            _cors(_endpoint(Revocation(sdk, authenticator).handle, client_auth=True), ["POST"], client_auth=True),
+            ["POST", "OPTIONS"],
+        ),
     ]

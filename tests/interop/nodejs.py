@@ -80,3 +80,82 @@ async def run_node(
             f"node {command} ran over {time_limit} s\nstdout:\n{stdout.decode()}\nstderr:\n{stderr.decode()}"
         ) from None
     return Ran(process.returncode or 0, stdout.decode(), stderr.decode())
+
+
+class NodeSession:
+    """A node script that talks one JSON object a line on stdout and reads lines on stdin, for a
+    test that answers it as it goes (tests/interop/node/ts_oauth_client.mjs). `seen` keeps every
+    line read; stderr is kept for the failure messages."""
+
+    def __init__(self, process: asyncio.subprocess.Process, command: str) -> None:
+        self.process = process
+        self.command = command
+        self.seen: list[dict[str, Any]] = []
+        self.stderr = b""
+        self._stderr_task = asyncio.create_task(self._drain_stderr())
+
+    async def _drain_stderr(self) -> None:
+        assert self.process.stderr is not None
+        while chunk := await self.process.stderr.read(65536):
+            self.stderr += chunk
+
+    def story(self) -> str:
+        lines = "\n".join(json.dumps(line) for line in self.seen)
+        return f"node {self.command}\nstdout so far:\n{lines}\nstderr:\n{self.stderr.decode(errors='replace')}"
+
+    async def next_line(self, time_limit: float = 30) -> dict[str, Any]:
+        """The next JSON line; fails the test on a timeout, an exit or a line that is not JSON."""
+        assert self.process.stdout is not None
+        try:
+            raw = await asyncio.wait_for(self.process.stdout.readline(), time_limit)
+        except TimeoutError:
+            raise AssertionError(f"no line within {time_limit} s\n{self.story()}") from None
+        if not raw:
+            await self.process.wait()
+            await asyncio.sleep(0.05)  # the rest of stderr
+            raise AssertionError(f"the script exited ({self.process.returncode}) early\n{self.story()}")
+        try:
+            line: dict[str, Any] = json.loads(raw)
+        except json.JSONDecodeError:
+            raise AssertionError(f"not JSON on stdout: {raw!r}\n{self.story()}") from None
+        self.seen.append(line)
+        return line
+
+    async def until(self, key: str, value: str, time_limit: float = 30) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Read on to the first line whose `key` is `value`: it, and the lines read before it."""
+        before: list[dict[str, Any]] = []
+        while True:
+            line = await self.next_line(time_limit)
+            if line.get(key) == value:
+                return line, before
+            if line.get("event") == "failed":
+                raise AssertionError(f"the script failed: {line['error']}\n{self.story()}")
+            before.append(line)
+
+    def send(self, text: str = "go") -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(text.encode() + b"\n")
+
+    async def finish(self, time_limit: float = 15) -> int:
+        """Wait for the exit (killing the script when it does not); its exit code."""
+        try:
+            await asyncio.wait_for(self.process.wait(), time_limit)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+        await self._stderr_task
+        return self.process.returncode or 0
+
+
+async def start_node(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> NodeSession:
+    """`node args...` with pipes on stdin, stdout and stderr, left running (`NodeSession.finish`)."""
+    process = await asyncio.create_subprocess_exec(
+        node_executable(),
+        *[str(a) for a in args],
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        stdin=asyncio.subprocess.PIPE,
+        cwd=cwd or NODE_DIR,
+        env={**os.environ, "NO_COLOR": "1", **(env or {})},
+    )
+    return NodeSession(process, " ".join(map(str, args)))
