@@ -107,3 +107,13 @@ async def test_another_clients_token_is_not_revoked(oauth_api: Api) -> None:
     assert (await mcp_status(oauth_api, tokens["access_token"])).status_code != 401
     (grant,) = await oauth_api.gateway.store.list_oauth_grants("acme", run_id)
     assert grant.revoked_at is None
+
+
+def test_the_sdk_still_needs_the_public_revocation_override() -> None:
+    """gateway/oauth/revocation.py exists for one SDK flaw: its RevocationRequest requires a
+    client_secret. When an SDK release fixes that, this fails: drop the override then."""
+    from mcp.server.auth.handlers.revoke import RevocationRequest
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        RevocationRequest.model_validate({"token": "t", "client_id": "c"})
