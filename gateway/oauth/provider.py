@@ -30,6 +30,7 @@ from mcp.server.auth.provider import (
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl, ValidationError
+from starlette.types import Scope
 
 from gateway.errors import Conflict
 from gateway.ids import new_id
@@ -49,8 +50,23 @@ PRUNE_AGE_S = 86_400.0
 BASE_URL: contextvars.ContextVar[str] = contextvars.ContextVar("warrant_oauth_base_url")
 
 
+def request_base(scope: Scope) -> str:
+    """scheme://host[:port] as the client addressed this gateway."""
+    headers = dict(scope.get("headers") or [])
+    host = headers.get(b"host", b"").decode("latin-1")
+    if not host:
+        server = scope.get("server") or ("127.0.0.1", 80)
+        host = f"{server[0]}:{server[1]}"
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
 def resource_of(base: str) -> str:
     return base.rstrip("/") + "/mcp"
+
+
+def issuer_of(pending: PendingRequest) -> str:
+    """The issuer the client discovered when it asked: its resource, less `/mcp`."""
+    return pending.resource.rstrip("/").removesuffix("/mcp")
 
 
 def same_resource(a: str, b: str) -> bool:
@@ -85,8 +101,12 @@ class WarrantAuthorization:
             allow_loopback_http=settings.metadata_documents_allow_loopback_http, scopes=" ".join(SCOPES)
         )
 
-    def base_url(self) -> str:
-        return self.settings.public_url or BASE_URL.get()
+    def base_url(self, scope: Scope | None = None) -> str:
+        """The gateway's address: `oauth.public_url`, else the one this request (`scope`, or the
+        authorization route's, gateway/oauth/routes.py `WithBase`) reached it at."""
+        if self.settings.public_url:
+            return self.settings.public_url
+        return request_base(scope) if scope is not None else BASE_URL.get()
 
     # -- clients ---------------------------------------------------------------------------
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
@@ -181,12 +201,16 @@ class WarrantAuthorization:
             takeover=choice.takeover,
             max_grants=self.settings.max_grants_per_run,
         )
-        return construct_redirect_uri(pending.redirect_uri, code=code, state=pending.state)
+        # RFC 9207: the issuer rides along, so a client talking to several servers knows whose code it is.
+        return construct_redirect_uri(pending.redirect_uri, code=code, state=pending.state, iss=issuer_of(pending))
 
-    @staticmethod
-    def denied(pending: PendingRequest) -> str:
+    def denied(self, pending: PendingRequest) -> str:
         return construct_redirect_uri(
-            pending.redirect_uri, error="access_denied", error_description="the person declined", state=pending.state
+            pending.redirect_uri,
+            error="access_denied",
+            error_description="the person declined",
+            state=pending.state,
+            iss=issuer_of(pending),
         )
 
     # -- codes and tokens ------------------------------------------------------------------

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.oauth import credentials
-from gateway.oauth.provider import WarrantAuthorization, resource_of, same_resource
-from gateway.oauth.routes import RESOURCE_METADATA, request_base
+from gateway.oauth.provider import WarrantAuthorization, request_base, resource_of, same_resource
+from gateway.oauth.routes import RESOURCE_METADATA
 from gateway.service import Gateway
 
 

@@ -19,7 +19,7 @@ from mcp.server.auth.json_response import PydanticJSONResponse
 from mcp.server.auth.routes import build_metadata
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from mcp.server.transport_security import RequestBodyLimitMiddleware
-from mcp.shared.auth import ProtectedResourceMetadata
+from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -28,7 +28,7 @@ from starlette.routing import Route, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.oauth.client_auth import ClientIdFromBasic, HashedSecrets
-from gateway.oauth.provider import BASE_URL, SCOPES, WarrantAuthorization, resource_of, same_resource
+from gateway.oauth.provider import BASE_URL, SCOPES, WarrantAuthorization, request_base, resource_of, same_resource
 from gateway.oauth.revocation import Revocation
 
 MAX_BODY = 64 * 1024
@@ -46,16 +46,6 @@ PATHS = frozenset(
         "/revoke",
     }
 )
-
-
-def request_base(scope: Scope) -> str:
-    """scheme://host[:port] as the client addressed this gateway."""
-    headers = dict(scope.get("headers") or [])
-    host = headers.get(b"host", b"").decode("latin-1")
-    if not host:
-        server = scope.get("server") or ("127.0.0.1", 80)
-        host = f"{server[0]}:{server[1]}"
-    return f"{scope.get('scheme', 'http')}://{host}"
 
 
 class WithBase:
@@ -97,20 +87,32 @@ def oauth_routes(provider: WarrantAuthorization) -> list[Route]:
 
     async def authorization_metadata(request: Request) -> Response:
         base = provider.base_url()
-        metadata = build_metadata(AnyHttpUrl(base), None, registration, RevocationOptions(enabled=True))
-        metadata.scopes_supported = list(SCOPES)
-        metadata.token_endpoint_auth_methods_supported = ["none", "client_secret_post", "client_secret_basic"]
-        metadata.revocation_endpoint_auth_methods_supported = ["none", "client_secret_post", "client_secret_basic"]
-        metadata.client_id_metadata_document_supported = provider.settings.metadata_documents
+        built = build_metadata(AnyHttpUrl(base), None, registration, RevocationOptions(enabled=True))
+        methods = ["none", "client_secret_post", "client_secret_basic"]
+        # Validated from strings, so the issuer is exactly `base` (no trailing slash added): RFC 8414
+        # and RFC 9207 compare it as a plain string with what the client was told.
+        metadata = OAuthMetadata.model_validate(
+            {
+                **built.model_dump(mode="json", exclude_none=True),
+                "issuer": base,
+                "scopes_supported": list(SCOPES),
+                "token_endpoint_auth_methods_supported": methods,
+                "revocation_endpoint_auth_methods_supported": methods,
+                "client_id_metadata_document_supported": provider.settings.metadata_documents,
+                "authorization_response_iss_parameter_supported": True,  # RFC 9207: `iss` on every answer
+            }
+        )
         return PydanticJSONResponse(content=metadata, headers={"Cache-Control": "no-store"})
 
     async def resource_metadata(request: Request) -> Response:
         base = provider.base_url()
-        metadata = ProtectedResourceMetadata(
-            resource=AnyHttpUrl(resource_of(base)),
-            authorization_servers=[AnyHttpUrl(base)],
-            scopes_supported=["mcp"],
-            resource_name="Warrant",
+        metadata = ProtectedResourceMetadata.model_validate(
+            {
+                "resource": resource_of(base),
+                "authorization_servers": [base],
+                "scopes_supported": ["mcp"],
+                "resource_name": "Warrant",
+            }
         )
         return PydanticJSONResponse(content=metadata, headers={"Cache-Control": "no-store"})
 

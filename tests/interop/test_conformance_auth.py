@@ -14,8 +14,8 @@ The suite prints the authorization URL and waits on its own callback listener; t
 `FormBrowser` (the console's sign-in and consent forms over HTTP), whose last redirect, to the
 suite's callback, is then followed. The client is registered first (RFC 7591) as a public one:
 the suite picks `none` whenever the metadata offers it, which Warrant's does. `--url` is the
-issuer exactly as the metadata states it (`http://127.0.0.1:PORT/`, the SDK's URL type adds the
-slash), since the suite compares the two as strings.
+issuer exactly as the metadata states it (`http://127.0.0.1:PORT`), since the suite compares the
+two as strings.
 """
 
 from __future__ import annotations

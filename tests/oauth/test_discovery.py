@@ -49,10 +49,11 @@ async def test_the_metadata_points_from_the_resource_to_its_server(oauth_api: Ap
         server = await http.get("/.well-known/oauth-authorization-server", headers={"origin": "http://127.0.0.1:6274"})
     assert resource == root
     assert resource["resource"] == f"{base}/mcp"
-    assert [s.rstrip("/") for s in resource["authorization_servers"]] == [base]
+    assert resource["authorization_servers"] == [base]  # exactly: clients compare it as a string
     assert server.headers["access-control-allow-origin"] == "*"  # browser-based clients (the Inspector)
     metadata = server.json()
-    assert metadata["issuer"].rstrip("/") == base
+    assert metadata["issuer"] == base
+    assert metadata["authorization_response_iss_parameter_supported"] is True
     assert metadata["authorization_endpoint"] == f"{base}/authorize"
     assert metadata["token_endpoint"] == f"{base}/token"
     assert metadata["registration_endpoint"] == f"{base}/register"

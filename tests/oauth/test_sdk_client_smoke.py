@@ -14,7 +14,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 from pydantic import AnyUrl
 
 from tests.api.conftest import Api
-from tests.oauth.conftest import FormBrowser, code_of
+from tests.oauth.conftest import FormBrowser, code_of, location_query
 
 pytestmark = pytest.mark.anyio
 
@@ -48,7 +48,7 @@ async def test_sdk_client_signs_in_and_calls(oauth_api: Api) -> None:
     async def callback() -> Any:
         answer = await browser.consent(urls[-1], f"run:{run_id}")
         code, state = code_of(answer)
-        return AuthorizationCodeResult(code=code, state=state)
+        return AuthorizationCodeResult(code=code, state=state, iss=location_query(answer).get("iss"))
 
     storage = Memory()
     auth = OAuthClientProvider(
