@@ -77,7 +77,11 @@ class FormBrowser:
             async with self.client() as http:
                 answer = await http.post(
                     "/console/login",
-                    data={"csrf": field_value(page.text, "csrf"), "api_key": self.api_key, "next": field_value(page.text, "next")},
+                    data={
+                        "csrf": field_value(page.text, "csrf"),
+                        "api_key": self.api_key,
+                        "next": field_value(page.text, "next"),
+                    },
                 )
                 self.cookies = http.cookies
             assert answer.status_code == 303, answer.text
@@ -138,9 +142,11 @@ def pkce_pair() -> tuple[str, str]:
     return verifier, challenge
 
 
-async def connect_client(api: Api, run_id: str, *, key: str = "op", name: str = "test client") -> Connected:
-    """A public client registered (RFC 7591), consented to `run_id` by `key-KEY` through the
-    consent page (FormBrowser), its code exchanged at /token for an access and a refresh token."""
+async def connect_client(
+    api: Api, run_id: str, *, key: str = "op", name: str = "test client", api_key: str | None = None
+) -> Connected:
+    """A public client registered (RFC 7591), consented to `run_id` by `key-KEY` (or `api_key`)
+    through the consent page (FormBrowser), its code exchanged at /token for its first tokens."""
     from urllib.parse import urlencode
 
     async with httpx.AsyncClient(base_url=api.url, timeout=10) as http:
@@ -167,7 +173,9 @@ async def connect_client(api: Api, run_id: str, *, key: str = "op", name: str = 
             "scope": "mcp offline_access",
             "resource": f"{api.url}/mcp",
         }
-        answer = await FormBrowser(api.url, f"key-{key}").consent(f"/authorize?{urlencode(query)}", f"run:{run_id}")
+        answer = await FormBrowser(api.url, api_key or f"key-{key}").consent(
+            f"/authorize?{urlencode(query)}", f"run:{run_id}"
+        )
         code, state = code_of(answer)
         assert state == "s1"
         tokens = await http.post(
