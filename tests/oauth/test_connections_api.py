@@ -3,13 +3,16 @@ with clients signed in through the consent page and their codes exchanged over H
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.api.conftest import Api
+from tests.api.conftest import Api, serving_api
 from tests.api.test_openapi import Conformance, fetch_document
-from tests.oauth.conftest import Connected, connect_client, mcp_status, refresh
+from tests.harness import Backend
+from tests.oauth.conftest import OAUTH, Connected, connect_client, mcp_status, refresh, write_templates
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +40,18 @@ async def events_of(api: Api, run_id: str, kind: str) -> list[dict[str, Any]]:
     return [e.data for e in found if e.type == kind]
 
 
-async def test_a_connected_client_is_listed_active_and_disconnecting_ends_everything_it_held(oauth_api: Api) -> None:
+@pytest.fixture
+async def either_store(tmp_path: Path, backend: Backend) -> AsyncIterator[Api]:
+    """`oauth_api` on SQLite, then on PostgreSQL (the session's database, emptied)."""
+    write_templates(tmp_path)
+    async with serving_api(tmp_path, OAUTH, database=getattr(backend, "url", None)) as served:
+        yield served
+
+
+async def test_a_connected_client_is_listed_active_and_disconnecting_ends_everything_it_held(
+    either_store: Api,
+) -> None:
+    oauth_api = either_store
     run_id = await oauth_api.new_run()
     connected = await connect_client(oauth_api, run_id, name="Claude on Ana's laptop")
     [shown] = await connections(oauth_api, run_id, key="aud")  # runs.read: an auditor sees it too
