@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 from starlette.routing import Route
 
 from gateway.api import openapi, schemas
+from gateway.oauth.routes import WithBase
 from tests.api.conftest import CONTRACT, Api
 from tests.api.test_operator_api import create_run, lease
 from tests.api.test_resolve import unknown_action
@@ -27,10 +28,11 @@ async def fetch_document(api: Api) -> dict[str, Any]:
 
 
 def served(api: Api) -> set[tuple[str, str]]:
-    """(method, path) of every route the app serves over plain HTTP, HEAD aside (/mcp is MCP's)."""
+    """(method, path) of every route the app serves over plain HTTP, HEAD aside (/mcp is MCP's, and
+    the OAuth server's endpoints are described by its RFC 8414 metadata, not by this document)."""
     found = set()
     for route in api.app.routes:
-        if isinstance(route, Route) and route.methods is not None:
+        if isinstance(route, Route) and route.methods is not None and not isinstance(route.endpoint, WithBase):
             found |= {(method, route.path) for method in route.methods if method != "HEAD"}
     return found
 

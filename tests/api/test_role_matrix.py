@@ -18,6 +18,7 @@ import httpx
 import pytest
 from starlette.routing import Route
 
+from gateway.oauth.routes import WithBase
 from gateway.roles import PERMISSIONS, ROLES
 from tests.api.conftest import KEYS, Api
 
@@ -48,6 +49,8 @@ def served_routes(app: Any) -> list[Served]:
     for route in app.routes:
         if not isinstance(route, Route) or route.methods is None:
             continue  # /mcp: the MCP surface, authenticated by lease tokens
+        if isinstance(route.endpoint, WithBase):
+            continue  # the OAuth server's own endpoints: client credentials and PKCE, never an API key (tests/oauth)
         permission = getattr(route.endpoint, "permission", MISSING)
         for method in sorted(route.methods - {"HEAD"}):
             if (method, route.path) in PUBLIC:
