@@ -23,6 +23,7 @@ from starlette.types import ASGIApp
 
 from gateway import failpoints, tracing
 from gateway.adapters.base import Adapter
+from gateway.api.connections import routes as connection_routes
 from gateway.api.keys import routes as key_routes
 from gateway.api.lineage import routes as lineage_routes
 from gateway.api.retention import routes as retention_routes
@@ -195,6 +196,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         *api_routes,
         *tool_routes,
         *key_routes,
+        *connection_routes,
         *lineage_routes,
         *retention_routes,
         *(oauth_routes(authorization) if authorization is not None else []),

@@ -14,6 +14,9 @@
     warrant runs usage RUN --kind K --amount A [--note TEXT] [--ref REF]
                                                   report model or runtime spend against the run
     warrant runs report RUN                       the pilot measures and the cost by tag
+    warrant runs connections RUN                  the clients signed in for the run (MCP authorization)
+    warrant runs disconnect RUN GRANT --reason TEXT
+                                                  end one: its tokens stop, the lease it held is freed
     warrant leases acquire RUN [--worker W] [--takeover]
     warrant leases renew [--token T]              (default: WARRANT_TOKEN)
 
@@ -104,7 +107,15 @@ def add_commands(sub: Any) -> None:
     report = runs_sub.add_parser("report", help="the pilot measures and the cost by tag")
     report.add_argument("run_id")
     report.set_defaults(func=reporting(_report))
-    commands += [cancel, successor, revise, delegate, actions, usage, report]
+    connections = runs_sub.add_parser("connections", help="the clients signed in for a run, with their status")
+    connections.add_argument("run_id")
+    connections.set_defaults(func=reporting(_connections))
+    disconnect = runs_sub.add_parser("disconnect", help="disconnect a client: its tokens stop, its lease is freed")
+    disconnect.add_argument("run_id")
+    disconnect.add_argument("grant_id", help="the connection's id (og_...), from `warrant runs connections`")
+    disconnect.add_argument("--reason", required=True, help="why, recorded in the run's history (required)")
+    disconnect.set_defaults(func=reporting(_disconnect))
+    commands += [cancel, successor, revise, delegate, actions, usage, report, connections, disconnect]
 
     leases = sub.add_parser("leases", help="acquire or renew a run's lease")
     leases_sub = leases.add_subparsers(dest="leases_command", required=True)
@@ -444,6 +455,62 @@ def _report(args: argparse.Namespace) -> int:
         print_json(report)
     else:
         print(report_text(report))
+    return 0
+
+
+# -- connected clients -----------------------------------------------------------------------
+def visible(value: Any) -> str:
+    """A cell a client chose (its name, given at an unauthenticated registration): control
+    characters shown escaped, so that none moves the cursor or colours the operator's terminal."""
+    text = cell(value)
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def _connection_state(c: dict[str, Any]) -> str:
+    if c["status"] == "revoked":
+        return f"revoked by {visible(c.get('revoked_by'))}: {visible(c.get('revoked_reason'))}"
+    if c["status"] == "ended":
+        return f"ended: {visible(c.get('reason'))}"
+    return "active"
+
+
+def connections_table(items: list[dict[str, Any]]) -> str:
+    rows = [
+        [
+            c["grant_id"],
+            _goal(visible(c.get("client_name") or c["client_id"]), 32),
+            visible(c["granted_by"]),
+            short_time(c["created_at"]),
+            short_time(c.get("refreshed_at")),
+            c["epoch"],
+            _goal(_connection_state(c), 48),
+        ]
+        for c in items
+    ]
+    return table(["GRANT_ID", "CLIENT", "CONSENTED_BY", "CONSENTED", "REFRESHED", "EPOCH", "STATUS"], rows)
+
+
+def _connections(args: argparse.Namespace) -> int:
+    with cli_http.client(args) as http:
+        listed = cli_http.call(http, "GET", api_path("runs", args.run_id, "connections"), params={"limit": "500"})
+    if args.json:
+        print_json(listed)
+    else:
+        print(connections_table(listed["items"]) if listed["items"] else "no client has signed in for this run")
+    return 0
+
+
+def _disconnect(args: argparse.Namespace) -> int:
+    if not args.reason.strip():
+        raise ApiFailed("invalid_request", "--reason must say why (it is recorded in the run's history)")
+    with cli_http.client(args) as http:
+        path = api_path("runs", args.run_id, "connections", args.grant_id, "revoke")
+        shown = cli_http.call(http, "POST", path, {"reason": args.reason})
+    if args.json:
+        print_json(shown)
+    else:
+        name = visible(shown.get("client_name") or shown["client_id"])
+        print(f"{shown['grant_id']} ({name}): {_connection_state(shown)}")
     return 0
 
 

@@ -73,9 +73,19 @@ class PostgresBackend(Tampering):
                     "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename != 'schema_migrations'"
                 )
             ]
-            # Rows that reference a run go before the runs.
-            for table in sorted(tables, key=lambda name: name == "runs"):
-                conn.execute(f"DELETE FROM {table}")  # type: ignore[arg-type]
+            # Rows that reference another table's go first (a grant's tokens, then its grant, then
+            # the run): the foreign keys, read from the catalogue, decide the order.
+            references = conn.execute(
+                "SELECT conrelid::regclass::text, confrelid::regclass::text FROM pg_constraint "
+                "WHERE contype = 'f' AND conrelid <> confrelid"
+            ).fetchall()
+            left = set(tables)
+            while left:
+                free = sorted(t for t in left if not any(child in left and parent == t for child, parent in references))
+                assert free, f"foreign keys in a cycle among {sorted(left)}"
+                for table in free:
+                    conn.execute(f"DELETE FROM {table}")  # type: ignore[arg-type]
+                left -= set(free)
 
     def store(self, clock: ManualClock, *, process_id: str | None = None, ledger_key: bytes = LEDGER_KEY) -> Store:
         # As the contract tests expect of a store: time moved by hand (the injected clock, not the

@@ -102,6 +102,7 @@ def _enum(values: type[Any]) -> dict[str, Any]:
 
 def _operations() -> tuple[Op, ...]:
     # Imported here, not at the top: routes.py serves this module's route, and these are its models.
+    from gateway.api.connections import MAX_LISTED, DisconnectBody
     from gateway.api.keys import CreateKeyBody, RevokeKeyBody, RotateKeyBody
     from gateway.api.lineage import ReviseBody, SuccessorBody
     from gateway.api.retention import PurgeBody, PurgeDone
@@ -308,6 +309,24 @@ def _operations() -> tuple[Op, ...]:
         ),
         Op("GET", f"{run}/recovery", "The recovery package", "runs.read", response=schemas.RecoveryPackage),
         Op("GET", f"{run}/report", "The pilot measures and the cost by tag", "runs.read", response=schemas.RunReport),
+        Op(
+            "GET",
+            f"{run}/connections",
+            "The run's connected clients (MCP authorization's grants), newest first, each with its status",
+            "runs.read",
+            response=schemas.ConnectionList,
+            query=(_limit(100, MAX_LISTED),),
+        ),
+        Op(
+            "POST",
+            f"{run}/connections/{{grant_id}}/revoke",
+            "Disconnect a client: its tokens stop at once and the run's lease it held is freed",
+            "runs.control",
+            200,
+            schemas.ConnectionView,
+            DisconnectBody,
+            True,
+        ),
         Op(
             "POST",
             "/api/actions/{action_id}/resolve",

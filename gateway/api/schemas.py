@@ -516,6 +516,32 @@ class KeyEventPage(ItemsPage[KeyEventView]):
 
 
 # -- errors ----------------------------------------------------------------------------------
+# -- connected clients (MCP authorization) --------------------------------------------------
+class ConnectionView(_View):
+    grant_id: str
+    run_id: str
+    client_id: str = Field(description="the OAuth client: a registered id, or its metadata document's URL")
+    client_name: str | None
+    granted_by: str = Field(description="the name of the API key whose holder consented")
+    epoch: int = Field(description="the lease epoch the connection holds")
+    created_at: Timestamp = Field(description="when the person consented")
+    refreshed_at: Timestamp | None = Field(description="the client's last token refresh")
+    status: Literal["active", "ended", "revoked"] = Field(
+        description="active: it can act for the run; ended: it can no more (`reason`); revoked: disconnected"
+    )
+    reason: str | None = Field(
+        description="ended: `run_finished`, `lease_taken_over` or `key_revoked`; revoked: the reason given"
+    )
+    message: str | None = Field(description="ended: why, in words, and what to do")
+    revoked_at: Timestamp | None
+    revoked_reason: str | None
+    revoked_by: str | None = Field(description="who disconnected it (`gateway` for a replayed code or token)")
+
+
+class ConnectionList(_View):
+    items: list[ConnectionView] = Field(description="newest first")
+
+
 class Problem(BaseModel):
     field: str
     problem: str

@@ -15,6 +15,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from gateway.console.approvals import approval_routes
+from gateway.console.connections import connection_routes
 from gateway.console.consent import ConsentPages
 from gateway.console.pages import Console
 from gateway.console.session import session_key
@@ -51,6 +52,7 @@ def console_routes(ledger_key: bytes, authorization: WarrantAuthorization | None
         Route("/runs/{run_id}/{verb}", console.page("runs.read", console.confirm), methods=["GET"]),
         Route("/runs/{run_id}/{verb}", console.control, methods=["POST"]),
         *approval_routes(console),
+        *connection_routes(console),
     ]
     return [Route("/", ToRuns()), Mount("/console", routes=pages)]
 

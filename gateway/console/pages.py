@@ -232,6 +232,7 @@ class Console:
             "ledger": None,
             "progress": await run_detail.progress(gateway, tenant, record.run_id),
             "cost": await run_detail.cost_by_tag(gateway, tenant, record.run_id),
+            "connections": await run_detail.connections(gateway, tenant, record),
         }
         # What the API would refuse this key (events.read, actions.read) the page leaves out.
         if context["may_read_events"]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from gateway.api.connections import connection_view
 from gateway.api.views import action_view, event_view
 from gateway.clock import isoformat
 from gateway.domain.report import build_report
@@ -18,6 +19,7 @@ from gateway.domain.watch import WatchPolicy, open_alerts
 from gateway.service import Gateway
 from gateway.store.records import RunRecord
 
+CONNECTIONS_SHOWN = 100  # a run's connected clients on its page, newest first (the API lists up to 500)
 ACTIONS_READ = 2000  # actions one run page reads (the API's actions route pages through them all)
 EVENTS_READ = 5000  # entries one run page reads at load ...
 EVENTS_SHOWN = 200  # ... of which it shows the newest; the live stream goes on from the last
@@ -145,3 +147,11 @@ async def progress(gateway: Gateway, tenant: str, run_id: str) -> dict[str, Any]
         milestones.append({**item, "evidence": evidence, "evidence_sha256": digest})
     acknowledged = {u["action_id"]: u["acknowledged"] for u in package["effects"]["uncertain"]}
     return {"checkpoint": package["checkpoint"], "milestones": milestones, "acknowledged": acknowledged}
+
+
+async def connections(gateway: Gateway, tenant: str, run: RunRecord) -> list[dict[str, Any]]:
+    """The run's connected clients (MCP authorization's grants) as the API's connections route shows
+    them, newest first, each with its status against the run as it stands."""
+    grants = await gateway.store.list_oauth_grants(tenant, run.run_id, limit=CONNECTIONS_SHOWN)
+    now = gateway.clock.now()
+    return [connection_view(g, run, now) for g in grants]

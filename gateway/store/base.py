@@ -335,8 +335,11 @@ class Store(abc.ABC):
         """Rotate a refresh token (`oauth_refreshed`); a reused one revokes the grant. Raises: OAuthRefused."""
 
     @abc.abstractmethod
-    async def revoke_oauth_grant(self, grant_id: str, *, reason: str, by: str, tenant: str | None = None) -> OAuthGrant:
-        """End a grant and the lease it holds (`oauth_revoked`). Raises: NotFound."""
+    async def revoke_oauth_grant(
+        self, grant_id: str, *, reason: str, by: str, tenant: str | None = None, run_id: str | None = None
+    ) -> OAuthGrant:
+        """End a grant and the lease it holds (`oauth_revoked`). Raises: NotFound (also another
+        tenant's, or another run's when `run_id` is given)."""
 
     @abc.abstractmethod
     async def list_oauth_grants(self, tenant: str, run_id: str, *, limit: int = 100) -> list[OAuthGrant]:

@@ -57,22 +57,29 @@ def _grant(row: Any) -> OAuthGrant:
     )
 
 
-def ended_message(run: RunRecord, grant: OAuthGrant, now: float) -> str | None:
-    """Why this grant can act for its run no more, in words for the person who consented; None
-    while it still can (the run live and the grant's lease the run's current one)."""
+def ended_reason(run: RunRecord, grant: OAuthGrant, now: float) -> tuple[str, str] | None:
+    """Why this grant can act for its run no more, as `(code, words)` for the person who consented;
+    None while it still can (the run live and the grant's lease the run's current one). The codes:
+    `run_finished`, `lease_taken_over`, `key_revoked` (the consenting key's lease was revoked)."""
     if run.status.terminal:
-        return (
+        return "run_finished", (
             f"run {run.run_id} is {run.status.value}: a finished run is never resumed. Start its successor "
             f"(console: the run's page, or `warrant runs successor {run.run_id}`) and sign in again to act for it"
         )
     if grant.epoch != run.epoch:
-        return (
+        return "lease_taken_over", (
             f"the lease on run {run.run_id} was taken over by {run.lease_worker or 'an operator'}: "
             "sign in again to act for it"
         )
     if lease_rule(run.snapshot(), grant.epoch, now).state is LeaseState.REVOKED:
-        return f"the key that consented for run {run.run_id} was revoked: sign in again with a valid key"
+        return "key_revoked", f"the key that consented for run {run.run_id} was revoked: sign in again with a valid key"
     return None
+
+
+def ended_message(run: RunRecord, grant: OAuthGrant, now: float) -> str | None:
+    """`ended_reason`'s words alone."""
+    ended = ended_reason(run, grant, now)
+    return None if ended is None else ended[1]
 
 
 class OAuthOps(LeaseOps):
@@ -320,13 +327,18 @@ class OAuthOps(LeaseOps):
         return result
 
     # -- revocation and listing ------------------------------------------------------------
-    async def revoke_oauth_grant(self, grant_id: str, *, reason: str, by: str, tenant: str | None = None) -> OAuthGrant:
+    async def revoke_oauth_grant(
+        self, grant_id: str, *, reason: str, by: str, tenant: str | None = None, run_id: str | None = None
+    ) -> OAuthGrant:
         """End a grant: its tokens stop at once and its lease, when still the run's, holds nothing.
-        Revoking a revoked grant changes nothing. Raises: NotFound (also another tenant's)."""
+        Revoking a revoked grant changes nothing. Raises: NotFound (also another tenant's, or when
+        `run_id` is given, another run's)."""
 
         def tx(conn: Conn) -> OAuthGrant:
             row = conn.execute("SELECT * FROM oauth_grants WHERE grant_id = ?", (grant_id,)).fetchone()
             if row is None or (tenant is not None and row["tenant"] != tenant):
+                raise NotFound(f"no connected client {grant_id}")
+            if run_id is not None and row["run_id"] != run_id:
                 raise NotFound(f"no connected client {grant_id}")
             grant = _grant(row)
             if grant.revoked_at is None:
@@ -396,8 +408,9 @@ class OAuthOps(LeaseOps):
         # The lease the grant holds, when it is still the run's: it holds nothing now (as when its
         # granting key is revoked), so another worker may acquire it without a takeover.
         conn.execute(
-            "UPDATE runs SET lease_revoked_at = ? WHERE run_id = ? AND epoch = ? AND lease_revoked_at IS NULL",
-            (now, grant.run_id, grant.epoch),
+            "UPDATE runs SET lease_revoked_at = ?, updated_at = ? WHERE run_id = ? AND epoch = ? "
+            "AND lease_revoked_at IS NULL",
+            (now, now, grant.run_id, grant.epoch),
         )
         self._event(
             conn,

@@ -28,7 +28,8 @@ async def fetch_document(api: Api) -> dict[str, Any]:
 
 
 def served(api: Api) -> set[tuple[str, str]]:
-    """(method, path) of every route the app serves over plain HTTP, HEAD aside (/mcp is MCP's)."""
+    """(method, path) of every route the app serves over plain HTTP, HEAD aside (/mcp is MCP's, and
+    the OAuth server's endpoints are described by its RFC 8414 metadata, not by this document)."""
     found = set()
     for route in api.app.routes:
         if isinstance(route, Route) and route.methods is not None and route.path not in OAUTH_PATHS:

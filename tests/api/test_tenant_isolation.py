@@ -22,6 +22,7 @@ from tests.api.conftest import CONTRACT, Api
 from tests.api.test_keys import create_key, status_with
 from tests.api.test_operator_api import create_run, lease
 from tests.api.test_role_matrix import UNBUILT, Served, served_routes
+from tests.oauth.conftest import connect_client
 
 pytestmark = pytest.mark.anyio
 
@@ -58,6 +59,9 @@ async def acme_world(api: Api) -> Acme:
     assert asked.code == "approval_required" and asked.structured is not None
     approval = asked.structured["error"]
     key = await create_key(api, "acme-ci", ["admin"])
+    # A client signed in for another acme run (MCP authorization): its connection, under acme's run id.
+    connected_run = await create_run(api, key="ops")
+    connected = await connect_client(api, connected_run["run_id"], key="ops", name="acme-laptop-client")
     async with api.client("ops") as c:
         actions = (await c.get(f"/api/runs/{run['run_id']}/actions")).json()["items"]
         config_keys = [k["key_id"] for k in (await c.get("/api/keys")).json()["items"] if k["source"] == "config"]
@@ -78,9 +82,16 @@ async def acme_world(api: Api) -> Acme:
         key["key"],
         api_key_hash(key["key"]),
         *config_keys,
+        connected_run["run_id"],
+        connected.grant_id,
+        connected.client_id,
+        connected.access_token,
+        connected.refresh_token,
+        "acme-laptop-client",
     ]
     ids = {"run_id": run["run_id"], "approval_id": approval["approval_id"], "action_id": unknown}
-    return Acme(ids | {"key_id": key["key_id"], "name": "shop__order"}, secrets)
+    ids |= {"key_id": key["key_id"], "name": "shop__order", "grant_id": connected.grant_id}
+    return Acme(ids, secrets)
 
 
 def body_for(route: Served, acme: Acme) -> dict[str, Any] | None:
@@ -117,6 +128,7 @@ async def snapshot(api: Api, acme: Acme) -> dict[str, Any]:
             f"/api/runs/{rid}",
             f"/api/runs/{rid}/actions",
             f"/api/runs/{rid}/events?limit=1000",
+            f"/api/runs/{rid}/connections",
             "/api/approvals",
             "/api/actions",
             "/api/keys",

@@ -115,3 +115,108 @@ def code_of(answer: httpx.Response) -> tuple[str, str | None]:
 
 def location_query(answer: httpx.Response) -> dict[str, Any]:
     return {k: v[0] for k, v in parse_qs(urlsplit(answer.headers["location"]).query).items()}
+
+
+# -- a connected client, end to end (register, consent, code exchange) -------------------------
+REDIRECT = "http://127.0.0.1:9/callback"  # never fetched: FormBrowser stops at the redirect
+
+
+@dataclass(frozen=True)
+class Connected:
+    """A client signed in through the consent page: its registration and its first token pair."""
+
+    client_id: str
+    grant_id: str
+    access_token: str
+    refresh_token: str
+
+
+def pkce_pair() -> tuple[str, str]:
+    """(verifier, S256 challenge)."""
+    import base64
+    import hashlib
+    import secrets
+
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    return verifier, challenge
+
+
+async def connect_client(
+    api: Api, run_id: str, *, key: str = "op", name: str = "test client", api_key: str | None = None
+) -> Connected:
+    """A public client registered (RFC 7591), consented to `run_id` by `key-KEY` (or `api_key`)
+    through the consent page (FormBrowser), its code exchanged at /token for its first tokens."""
+    from urllib.parse import urlencode
+
+    async with httpx.AsyncClient(base_url=api.url, timeout=10) as http:
+        registered = await http.post(
+            "/register",
+            json={
+                "client_name": name,
+                "redirect_uris": [REDIRECT],
+                "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code", "refresh_token"],
+                "response_types": ["code"],
+            },
+        )
+        assert registered.status_code == 201, registered.text
+        client_id: str = registered.json()["client_id"]
+        verifier, challenge = pkce_pair()
+        query = {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": REDIRECT,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "state": "s1",
+            "scope": "mcp offline_access",
+            "resource": f"{api.url}/mcp",
+        }
+        answer = await FormBrowser(api.url, api_key or f"key-{key}").consent(
+            f"/authorize?{urlencode(query)}", f"run:{run_id}"
+        )
+        code, state = code_of(answer)
+        assert state == "s1"
+        tokens = await http.post(
+            "/token",
+            data={
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": REDIRECT,
+                "client_id": client_id,
+                "code_verifier": verifier,
+                "resource": f"{api.url}/mcp",
+            },
+        )
+        assert tokens.status_code == 200, tokens.text
+    grants = [g for g in await api.gateway.store.list_oauth_grants("acme", run_id) if g.client_id == client_id]
+    assert len(grants) == 1, grants
+    return Connected(client_id, grants[0].grant_id, tokens.json()["access_token"], tokens.json()["refresh_token"])
+
+
+async def refresh(api: Api, connected: Connected, token: str | None = None) -> httpx.Response:
+    """POST /token with grant_type refresh_token (the connection's first refresh token unless `token`)."""
+    async with httpx.AsyncClient(base_url=api.url, timeout=10) as http:
+        return await http.post(
+            "/token",
+            data={
+                "grant_type": "refresh_token",
+                "refresh_token": token or connected.refresh_token,
+                "client_id": connected.client_id,
+            },
+        )
+
+
+async def mcp_status(api: Api, access_token: str) -> httpx.Response:
+    """One JSON-RPC `tools/list` POSTed to /mcp with the access token (the front is stateless)."""
+    async with httpx.AsyncClient(base_url=api.url, timeout=10) as http:
+        return await http.post(
+            "/mcp",
+            headers={
+                "Authorization": f"Bearer {access_token}",
+                "Accept": "application/json, text/event-stream",
+                "mcp-protocol-version": "2025-11-25",
+            },
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+        )
