@@ -6,10 +6,11 @@ the page to come back to into a short-lived cookie of this browser (SameSite=Lax
 back with the provider's redirect, a cross-site navigation), then the browser goes to the provider.
 
 `GET /console/login/oidc/callback?code&state` finishes: the cookie must be there, unaltered and
-young, and its state the one the provider sent back (else `oidc_state_mismatch`: a sign-in started
-in another browser, a forged callback); the code is exchanged and the ID token checked; the claim's
-value must be one of `users` (else `oidc_not_allowed`, 403). The session then names the identity's
-digest, and the browser goes on to `next` (the consent page that sent it here) or the runs.
+young, and its state the one the provider sent back (else `oidc_state_mismatch`: a sign-in
+started in another browser, a forged callback; the sign-in under way stays usable); the code is
+exchanged and the ID token checked; the claim's value must be one of `users` (else
+`oidc_not_allowed`, 403). The session then names the identity's digest, and the browser goes on
+to `next` (the consent page that sent it here) or the runs.
 
 The session cookie is SameSite=Strict, which a browser leaves out of a navigation that began at
 another site, and this one began at the provider's: the callback answers with a short page that
@@ -93,6 +94,7 @@ class OidcPages:
             self.console.key, FLOW_PURPOSE, request.cookies.get(sessions.OIDC_COOKIE), gateway.clock.now()
         )
         next_page: str | None = None
+        matched = False  # the browser's own sign-in answered: its cookie is used up, whatever follows
         try:
             if flow is None:
                 raise state_refused(
@@ -102,7 +104,10 @@ class OidcPages:
             next_page = safe_next(flow.get("next"))
             given = params.get("state", "")
             if not given or not hmac.compare_digest(str(flow["state"]).encode(), given.encode()):
+                # Someone else's callback (a link to sign this browser in as them): refused, and the
+                # sign-in this browser has under way is left to finish.
                 raise state_refused("the provider's answer does not belong to the sign-in this browser started")
+            matched = True
             if "error" in params:
                 description = params.get("error_description", "")[:300]
                 raise Unauthenticated(
@@ -121,7 +126,8 @@ class OidcPages:
                 raise not_allowed(self.settings.label, identity.value)
         except WarrantError as error:
             response = self.console.login_page(request, error, next_page=next_page)
-            response.delete_cookie(sessions.OIDC_COOKIE, path=sessions.OIDC_COOKIE_PATH)
+            if matched:
+                response.delete_cookie(sessions.OIDC_COOKIE, path=sessions.OIDC_COOKIE_PATH)
             return response
         principal = Principal(name=user.name, tenant=user.tenant, roles=user.roles)
         session = sessions.new_session(self.settings.digest(identity.value), gateway.clock.now())

@@ -112,7 +112,7 @@ class OidcClient:
     async def _get_json(self, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
         try:
             async with self._http() as http:
-                answer = await http.get(url, withhold_token=True, **kwargs)
+                answer = await http.request("GET", url, withhold_token=True, **kwargs)
         except httpx2.HTTPError as error:
             raise unavailable(f"the provider's {what} could not be fetched: {type(error).__name__}") from None
         if answer.status_code != 200:
