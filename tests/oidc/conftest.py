@@ -26,6 +26,7 @@ import httpx
 import pytest
 
 from tests.api.conftest import Api, serving_api
+from tests.browser.conftest import browser, chromium, page  # noqa: F401  (Chromium, for test_browser.py)
 from tests.harness import free_port
 from tests.interop.nodejs import NODE_DIR, node_executable, require_node_modules
 from tests.oauth.conftest import write_templates
@@ -134,11 +135,11 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
         yield served
 
 
-def form_of(page: str) -> tuple[str, dict[str, str]]:
+def form_of(text: str) -> tuple[str, dict[str, str]]:
     """The first form of an HTML page: its action and its hidden fields."""
-    action = re.search(r'<form[^>]*action="([^"]*)"', page)
-    assert action, f"no form in:\n{page[:2000]}"
-    hidden = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page))
+    action = re.search(r'<form[^>]*action="([^"]*)"', text)
+    assert action, f"no form in:\n{text[:2000]}"
+    hidden = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', text))
     return html.unescape(action.group(1)), {k: html.unescape(v) for k, v in hidden.items()}
 
 
@@ -180,8 +181,8 @@ class HttpBrowser:
     async def provider_sign_in(self, login: str, *, stop_at: str | None = None) -> httpx.Response:
         """From the gateway's sign-in page: "Sign in with", the provider's form, back to the gateway.
         `stop_at`: stop before fetching a URL starting with it (the callback, say), and return that redirect."""
-        page = await self.get("/console/login")
-        link = re.search(r'<a id="oidc"[^>]*href="([^"]+)"', page.text)
+        login = await self.get("/console/login")
+        link = re.search(r'<a id="oidc"[^>]*href="([^"]+)"', login.text)
         assert link, "the sign-in page offers no provider"
         return await self.sign_in_from(html.unescape(link.group(1)), login, stop_at=stop_at)
 
