@@ -1,7 +1,8 @@
 """`warrant.yaml`: the gateway's configuration, read once at start-up.
 
 The environment is read here and nowhere else: API keys (`key_env`), the ledger key
-(`ledger_key_env`, default `WARRANT_LEDGER_KEY`) and webhook secrets (`secret_env`).
+(`ledger_key_env`, default `WARRANT_LEDGER_KEY`), webhook secrets (`secret_env`) and the OpenID
+Connect client's secret (`console_sign_in.oidc.client_secret_env`, docs/oidc.md).
 Paths in the file are relative to the file.
 A missing secret stops start-up naming the variable, never printing a value.
 """
