@@ -89,6 +89,9 @@ async def oidc_provider(redirect_uris: list[str], *, client_id: str = CLIENT_ID)
         if process.returncode is None:
             process.terminate()
             await process.wait()
+        assert process.stderr is not None
+        faults = [line for line in (await process.stderr.read()).decode().splitlines() if "server_error" in line]
+        assert not faults, "the OIDC provider failed:\n" + "\n".join(faults)
 
 
 def sign_in_config(issuer: str, *, users: str = USERS, client_id: str = CLIENT_ID) -> str:
@@ -181,8 +184,8 @@ class HttpBrowser:
     async def provider_sign_in(self, login: str, *, stop_at: str | None = None) -> httpx.Response:
         """From the gateway's sign-in page: "Sign in with", the provider's form, back to the gateway.
         `stop_at`: stop before fetching a URL starting with it (the callback, say), and return that redirect."""
-        login = await self.get("/console/login")
-        link = re.search(r'<a id="oidc"[^>]*href="([^"]+)"', login.text)
+        sign_in_page = await self.get("/console/login")
+        link = re.search(r'<a id="oidc"[^>]*href="([^"]+)"', sign_in_page.text)
         assert link, "the sign-in page offers no provider"
         return await self.sign_in_from(html.unescape(link.group(1)), login, stop_at=stop_at)
 

@@ -70,6 +70,9 @@ const provider = new Provider(issuer, {
   },
 });
 
+// The provider answers its own faults with a bare `server_error` page: say what they were.
+provider.on('server_error', (ctx, error) => { process.stderr.write(`server_error: ${error.stack}\n`); });
+
 provider.use(async (ctx, next) => {
   await next();
   if (ctx.path !== '/token' || !tamper || !ctx.body || typeof ctx.body !== 'object' || !ctx.body.id_token) return;
