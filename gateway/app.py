@@ -200,7 +200,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         *lineage_routes,
         *retention_routes,
         *(oauth_routes(authorization) if authorization is not None else []),
-        *console_routes(settings.ledger_key, authorization),
+        *console_routes(settings.ledger_key, authorization, settings.oidc, settings.oauth.public_url),
     ]
     app = Starlette(
         routes=routes,

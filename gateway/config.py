@@ -1,7 +1,8 @@
 """`warrant.yaml`: the gateway's configuration, read once at start-up.
 
 The environment is read here and nowhere else: API keys (`key_env`), the ledger key
-(`ledger_key_env`, default `WARRANT_LEDGER_KEY`) and webhook secrets (`secret_env`).
+(`ledger_key_env`, default `WARRANT_LEDGER_KEY`), webhook secrets (`secret_env`) and the OpenID
+Connect client's secret (`console_sign_in.oidc.client_secret_env`, docs/oidc.md).
 Paths in the file are relative to the file.
 A missing secret stops start-up naming the variable, never printing a value.
 """
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -30,10 +32,13 @@ from gateway.domain.watch import KINDS
 from gateway.errors import ConfigError
 from gateway.limits import LimitSettings
 from gateway.oauth.settings import OAuthSettings
+from gateway.oidc.settings import OidcSettings, OidcUser
 from gateway.roles import Role
 from gateway.yamlfile import read_yaml
 
 DEFAULT_CONFIG = "warrant.yaml"
+OIDC_CALLBACK = "/console/login/oidc/callback"
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 WEBHOOK_KINDS = (*KINDS, "heartbeat")
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -199,6 +204,75 @@ class OAuthEntry(BaseModel):
         return value.rstrip("/")
 
 
+class OidcUserEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    match: str = Field(min_length=1, max_length=512)  # the claim's value, exactly (an email: any case)
+    name: str = Field(min_length=1, max_length=128)
+    tenant: str = Field(min_length=1, max_length=128)
+    roles: list[Role] = Field(min_length=1)
+
+
+class OidcEntry(BaseModel):
+    """`console_sign_in.oidc`: the console's sign-in through an OpenID Connect provider (docs/oidc.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    issuer: str
+    client_id: str = Field(min_length=1, max_length=512)
+    # The variable holding the client's secret; none: a public client (PKCE alone, `none` auth).
+    client_secret_env: str | None = Field(default=None, min_length=1)
+    display_name: str | None = Field(default=None, min_length=1, max_length=80)
+    scopes: list[str] = ["openid", "email"]
+    claim: str = Field(default="email", min_length=1, max_length=128)
+    require_verified_email: bool = True
+    redirect_uri: str | None = None
+    users: list[OidcUserEntry] = Field(min_length=1)
+    http_timeout: str | float = "10s"
+
+    @field_validator("issuer")
+    @classmethod
+    def _issuer(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("https", "http") or not parts.hostname or parts.query or parts.fragment:
+            raise ValueError("the issuer is an https URL (a path is allowed), with no query or fragment")
+        if parts.scheme == "http" and parts.hostname not in LOOPBACK_NAMES:
+            raise ValueError("the issuer must be https (plain http only on loopback: localhost, 127.0.0.1, ::1)")
+        return value.rstrip("/")
+
+    @field_validator("redirect_uri")
+    @classmethod
+    def _redirect(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("https", "http") or not parts.hostname or parts.fragment:
+            raise ValueError("redirect_uri is the absolute URL of /console/login/oidc/callback")
+        if not parts.path.endswith(OIDC_CALLBACK):
+            raise ValueError(f"redirect_uri must end with {OIDC_CALLBACK} (the gateway's callback)")
+        return value
+
+    @field_validator("scopes")
+    @classmethod
+    def _scopes(cls, value: list[str]) -> list[str]:
+        if "openid" not in value:
+            raise ValueError("scopes must include openid (without it the provider sends no ID token)")
+        bad = [s for s in value if not re.fullmatch(r"[\x21\x23-\x5b\x5d-\x7e]+", s)]
+        if bad:
+            raise ValueError(f"not a scope: {', '.join(map(repr, bad))}")
+        return list(dict.fromkeys(value))
+
+    @field_validator("http_timeout", mode="before")
+    @classmethod
+    def _timeout(cls, value: Any) -> str | float:
+        return seconds_or_duration(value, "http_timeout")
+
+
+class ConsoleSignInEntry(BaseModel):
+    """`console_sign_in:` how people sign in to the console besides an API key (always offered)."""
+
+    model_config = ConfigDict(extra="forbid")
+    oidc: OidcEntry | None = None
+
+
 class FailpointEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     action: Literal["kill", "hang"] = "kill"
@@ -240,6 +314,7 @@ class ConfigFile(BaseModel):
     drill: DrillEntry = DrillEntry()
     limits: LimitsEntry = LimitsEntry()
     oauth: OAuthEntry = OAuthEntry()
+    console_sign_in: ConsoleSignInEntry = ConsoleSignInEntry()
     # How long calls in flight get to settle after SIGTERM before they are aborted (docs/operations.md).
     shutdown_grace: str | float = "20s"
 
@@ -350,6 +425,7 @@ class Settings:
     shutdown_grace: float = 20.0  # seconds calls in flight get to settle after SIGTERM
     retention: RetentionSettings = RetentionSettings()
     oauth: OAuthSettings = field(default_factory=OAuthSettings)
+    oidc: OidcSettings | None = None  # `console_sign_in.oidc` (gateway/oidc/)
 
 
 def find_config(explicit: str | None) -> Path:
@@ -397,6 +473,9 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
     if not env.get(raw.ledger_key_env):
         missing.append(raw.ledger_key_env)
     missing += [w.secret_env for w in raw.webhooks if not env.get(w.secret_env)]
+    oidc = raw.console_sign_in.oidc
+    if oidc is not None and oidc.client_secret_env and not env.get(oidc.client_secret_env):
+        missing.append(oidc.client_secret_env)
     if missing:
         raise ConfigError(f"{path}: these environment variables must be set: {', '.join(sorted(set(missing)))}")
     names = [k.name for k in raw.api_keys]
@@ -451,6 +530,7 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         shutdown_grace=seconds_of(raw.shutdown_grace),
         retention=_retention_settings(raw.retention),
         oauth=_oauth_settings(path, raw.oauth),
+        oidc=_oidc_settings(path, oidc, names, env) if oidc is not None else None,
     )
 
 
@@ -496,6 +576,39 @@ def _oauth_settings(path: Path, raw: OAuthEntry) -> OAuthSettings:
         metadata_documents_allow_loopback_http=raw.metadata_documents_allow_loopback_http,
         contract_templates=tuple(templates),
     )
+
+
+def _oidc_settings(path: Path, raw: OidcEntry, key_names: list[str], env: Mapping[str, str]) -> OidcSettings:
+    """Raises: ConfigError for two entries of one identity, or a name a configured key has."""
+    where = f"{path}: console_sign_in.oidc.users"
+    users = tuple(OidcUser(u.match, u.name, u.tenant, frozenset(u.roles)) for u in raw.users)
+    settings = OidcSettings(
+        issuer=raw.issuer,
+        client_id=raw.client_id,
+        client_secret=env[raw.client_secret_env] if raw.client_secret_env else None,
+        display_name=raw.display_name or "",
+        scopes=tuple(raw.scopes),
+        claim=raw.claim,
+        require_verified_email=raw.require_verified_email,
+        redirect_uri=raw.redirect_uri,
+        users=users,
+        http_timeout=seconds_of(raw.http_timeout),
+    )
+    seen: dict[str, str] = {}
+    for user in users:
+        digest = settings.digest(user.match)
+        if digest in seen:
+            raise ConfigError(f"{where}: {user.match!r} and {seen[digest]!r} name the same identity")
+        seen[digest] = user.match
+    # A person and a key of one name would be one principal in the records (approvals, leases,
+    # a contract's `workers`): refused rather than guessed at.
+    clash = sorted({u.name for u in users} & set(key_names))
+    if clash:
+        raise ConfigError(f"{where}: these names are api_keys' names too: {', '.join(clash)}")
+    names = [u.name for u in users]
+    if len(names) != len(set(names)):
+        raise ConfigError(f"{where}: names must be unique (one person, one name)")
+    return settings
 
 
 def _retention_settings(raw: RetentionEntry) -> RetentionSettings:

@@ -1,4 +1,5 @@
-"""The operator console: server-rendered pages under /console, signed in with an API key.
+"""The operator console: server-rendered pages under /console, signed in with an API key or,
+when `console_sign_in.oidc` is configured, through an OpenID Connect provider (docs/oidc.md).
 
 `/` redirects to the runs. Pages (gateway/console/pages.py) reuse the API's authentication, role
 table and views; the session is a signed cookie (gateway/console/session.py); templates are
@@ -17,9 +18,11 @@ from starlette.types import Receive, Scope, Send
 from gateway.console.approvals import approval_routes
 from gateway.console.connections import connection_routes
 from gateway.console.consent import ConsentPages
+from gateway.console.oidc import NoOidc, OidcPages
 from gateway.console.pages import Console
 from gateway.console.session import session_key
 from gateway.oauth.provider import WarrantAuthorization
+from gateway.oidc.settings import OidcSettings
 
 STATIC = Path(__file__).parent / "static"
 
@@ -31,8 +34,18 @@ class ToRuns:
         await RedirectResponse("/console/runs", status_code=303)(scope, receive, send)
 
 
-def console_routes(ledger_key: bytes, authorization: WarrantAuthorization | None = None) -> list[Route | Mount]:
-    console = Console(session_key(ledger_key))
+def console_routes(
+    ledger_key: bytes,
+    authorization: WarrantAuthorization | None = None,
+    oidc: OidcSettings | None = None,
+    public_url: str | None = None,
+) -> list[Route | Mount]:
+    console = Console(session_key(ledger_key), oidc)
+    if oidc is not None:  # signing in through an OpenID Connect provider (gateway/console/oidc.py)
+        pages = OidcPages(console, oidc, public_url)
+        start, callback = pages.start, pages.callback
+    else:
+        start = callback = NoOidc(console).__call__
     consent: list[Route] = []
     if authorization is not None:  # MCP authorization's consent page (gateway/console/consent.py)
         pages_of = ConsentPages(console, authorization)
@@ -40,10 +53,12 @@ def console_routes(ledger_key: bytes, authorization: WarrantAuthorization | None
             Route("/oauth/consent", pages_of.show, methods=["GET"]),
             Route("/oauth/consent", pages_of.decide, methods=["POST"]),
         ]
-    pages = [
+    routes = [
         *consent,
         Route("/login", console.login_form, methods=["GET"]),
         Route("/login", console.login, methods=["POST"]),
+        Route("/login/oidc", start, methods=["GET"]),
+        Route("/login/oidc/callback", callback, methods=["GET"]),
         Route("/logout", console.logout, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),  # the run page's timeline.js
         Route("/runs", console.page("runs.read", console.runs), methods=["GET"]),
@@ -54,7 +69,7 @@ def console_routes(ledger_key: bytes, authorization: WarrantAuthorization | None
         *approval_routes(console),
         *connection_routes(console),
     ]
-    return [Route("/", ToRuns()), Mount("/console", routes=pages)]
+    return [Route("/", ToRuns()), Mount("/console", routes=routes)]
 
 
 __all__ = ["console_routes"]

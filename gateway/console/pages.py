@@ -1,4 +1,5 @@
-"""The console's pages: sign-in and -out, the runs, one run (its live timeline, ledger, progress and
+"""The console's pages: sign-in (an API key here; the OpenID Connect provider in
+gateway/console/oidc.py) and -out, the runs, one run (its live timeline, ledger, progress and
 cost), the confirmation page of each of pause / resume / cancel, and the run's event stream.
 
 Each page authenticates its session's key again and asks `gateway.roles.require` for the very
@@ -14,7 +15,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 import jinja2
 from starlette.requests import Request
@@ -27,6 +28,7 @@ from gateway.api.views import run_view
 from gateway.console import run_detail
 from gateway.console import session as sessions
 from gateway.errors import Forbidden, NotFound, Unauthenticated, WarrantError
+from gateway.oidc.settings import OidcSettings
 from gateway.roles import permits, require
 from gateway.service import Gateway
 from gateway.store.records import Principal
@@ -53,8 +55,9 @@ CONTROLS = ("pause", "resume", "cancel")
 class Console:
     """The pages, holding the session signing key and the templates."""
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, oidc: OidcSettings | None = None) -> None:
         self.key = key
+        self.oidc = oidc  # `console_sign_in.oidc`: "Sign in with <provider>" beside the key form
         env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
             autoescape=True,  # every value, whatever the file's name
@@ -77,11 +80,9 @@ class Console:
 
     # -- sign-in ---------------------------------------------------------------------------
     async def login_form(self, request: Request) -> Response:
-        return self._login_page(request, next_page=safe_next(request.query_params.get("next")))
+        return self.login_page(request, next_page=safe_next(request.query_params.get("next")))
 
-    def _login_page(
-        self, request: Request, error: WarrantError | None = None, next_page: str | None = None
-    ) -> Response:
+    def login_page(self, request: Request, error: WarrantError | None = None, next_page: str | None = None) -> Response:
         nonce = secrets.token_urlsafe(16)
         status = error.http_status if error is not None else 200
         context = {
@@ -90,6 +91,8 @@ class Console:
             "principal": None,
             "csrf": "",
             "next": next_page,
+            "oidc": self.oidc.label if self.oidc is not None else None,
+            "oidc_url": "/console/login/oidc" + (f"?next={quote(next_page, safe='')}" if next_page else ""),
         }
         response = self.render(request, "login.html", context, status)
         sessions.set_cookie(request, response, sessions.LOGIN_COOKIE, nonce, max_age=3600)
@@ -109,17 +112,17 @@ class Console:
                 raise Unauthenticated("an API key is required")
             principal = await authenticate_key(as_api, gateway)
         except WarrantError as error:
-            return self._login_page(request, error, next_page=safe_next(form.get("next")))
+            return self.login_page(request, error, next_page=safe_next(form.get("next")))
         session = sessions.new_session(hashlib.sha256(key.encode()).hexdigest(), gateway.clock.now())
-        # A key that may not read runs (an approver) lands on what it may read: the approvals.
-        landing = "/console/approvals" if not permits(principal, "runs.read") else "/console/runs"
-        landing = safe_next(form.get("next")) or landing  # back to the consent page that sent them here
-        response = RedirectResponse(landing, status_code=303, headers=HEADERS)
+        response = RedirectResponse(landing(principal, form.get("next")), status_code=303, headers=HEADERS)
+        self.start_session(request, response, session)
+        return response
+
+    def start_session(self, request: Request, response: Response, session: sessions.Session) -> None:
         sessions.set_cookie(
             request, response, sessions.COOKIE, sessions.seal(self.key, session), max_age=sessions.SESSION_SECONDS
         )
         response.delete_cookie(sessions.LOGIN_COOKIE, path="/")
-        return response
 
     async def logout(self, request: Request) -> Response:
         session = sessions.unseal(self.key, request.cookies.get(sessions.COOKIE), gateway_of(request).clock.now())
@@ -145,7 +148,7 @@ class Console:
         session = sessions.unseal(self.key, request.cookies.get(sessions.COOKIE), gateway.clock.now())
         if session is None:
             return None
-        principal = await sessions.principal_for_digest(gateway, session.key_sha256)
+        principal = await sessions.principal_for_digest(gateway, session.key_sha256, self.oidc)
         if principal is None:
             return None  # revoked or expired since sign-in: the session ends here
         return principal, sessions.csrf_token(self.key, session.session_id)
@@ -304,6 +307,13 @@ async def read_form(request: Request) -> dict[str, str]:
         return {}
     # PostgreSQL's text columns refuse U+0000: a reason or a note keeps it escaped, readably (gateway/text.py).
     return {name: escape_nul(values[0]) for name, values in fields.items()}
+
+
+def landing(principal: Principal, next_page: str | None) -> str:
+    """Where a sign-in ends: back to the page that sent the person here (the consent page), else the
+    runs; a key that may not read runs (an approver) lands on what it may read, the approvals."""
+    default = "/console/approvals" if not permits(principal, "runs.read") else "/console/runs"
+    return safe_next(next_page) or default
 
 
 def safe_next(value: str | None) -> str | None:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,11 +110,12 @@ def make_app(
     policy_extra: str = "",
     adapters: Sequence[Adapter] = (),
     clock: ManualClock | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> tuple[Any, ManualClock, list[dict[str, Any]]]:
     """The app every API test serves: the shop adapter, its policies, the keys of `KEYS`; `extra`
     is more of warrant.yaml (top-level YAML); on a SQLite file in `tmp_path` unless `database`
     names another store; `policy_extra` more policy lines, `adapters` more adapters; time from
-    `clock` (a new `ManualClock` when None)."""
+    `clock` (a new `ManualClock` when None); `environ` more environment variables (secrets)."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(
         "tools:\n"
@@ -131,7 +132,7 @@ def make_app(
         f"database: {database or f'sqlite:///{tmp_path}/w.db'}\napi_keys:\n{keys}\npolicies: [policy.yaml]\n{extra}"
     )
     env = {f"KEY_{name.upper()}": f"key-{name}" for name in KEYS} | {"WARRANT_LEDGER_KEY": "test-ledger-key"}
-    settings = load_settings(config, env)
+    settings = load_settings(config, env | dict(environ or {}))
     clock = clock or ManualClock()
     effects: list[dict[str, Any]] = []
     app = create_app(settings, clock=clock, extra_adapters=[shop_adapter(effects), *adapters])
@@ -154,11 +155,15 @@ async def serving_api(
     database: str | None = None,
     clock: ManualClock | None = None,
     keep_alive: int = 5,
+    environ: Mapping[str, str] | None = None,
+    port: int | None = None,
 ) -> AsyncIterator[Api]:
-    """`make_app(tmp_path, extra, ...)` under uvicorn on a free loopback port, until the block ends;
-    uvicorn closes a connection idle for `keep_alive` seconds (its default, 5)."""
-    app, clock, effects = make_app(tmp_path, extra, database, policy_extra=policy_extra, adapters=adapters, clock=clock)
-    port = free_port()
+    """`make_app(tmp_path, extra, ...)` under uvicorn on a free loopback port (or `port`), until the
+    block ends; uvicorn closes a connection idle for `keep_alive` seconds (its default, 5)."""
+    app, clock, effects = make_app(
+        tmp_path, extra, database, policy_extra=policy_extra, adapters=adapters, clock=clock, environ=environ
+    )
+    port = port or free_port()
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_keep_alive=keep_alive
     )
