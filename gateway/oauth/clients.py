@@ -19,6 +19,7 @@ import ipaddress
 import json
 import socket
 import time
+import unicodedata
 from urllib.parse import urlsplit
 
 import httpx
@@ -27,6 +28,9 @@ from pydantic import ValidationError
 
 MAX_METADATA_BYTES = 16 * 1024
 MAX_REDIRECT_URIS = 10
+MAX_NAME = 200
+FAILED_SECONDS = 60.0  # a document that could not be had is not fetched again for this long
+FETCHES_AT_ONCE = 4  # an outsider naming URLs makes at most this many fetches at a time
 FETCH_TIMEOUT_S = 5.0
 CACHE_SECONDS = 300.0
 CACHE_MAX = 256
@@ -68,6 +72,12 @@ def check_client(info: OAuthClientMetadata | OAuthClientInformationFull) -> None
         raise ClientRejected(f"grant types not served here: {', '.join(sorted(extra))}")
     if len(info.model_dump_json()) > MAX_METADATA_BYTES:
         raise ClientRejected(f"client metadata over {MAX_METADATA_BYTES} bytes")
+    # The name is what the consent page, the console and the CLI show the person: plain text only.
+    name = info.client_name or ""
+    if len(name) > MAX_NAME:
+        raise ClientRejected(f"client_name over {MAX_NAME} characters")
+    if any(unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp"} for c in name):
+        raise ClientRejected("client_name holds control or format characters")
 
 
 def is_metadata_url(client_id: str) -> bool:
@@ -80,18 +90,23 @@ class MetadataDocuments:
     def __init__(self, *, allow_loopback_http: bool, scopes: str) -> None:
         self.allow_loopback_http = allow_loopback_http
         self.scopes = scopes
-        self._cache: dict[str, tuple[float, OAuthClientInformationFull]] = {}
+        self._cache: dict[str, tuple[float, OAuthClientInformationFull | None]] = {}
+        self._fetching = asyncio.Semaphore(FETCHES_AT_ONCE)
 
     async def client(self, client_id: str) -> OAuthClientInformationFull | None:
-        """The client the document at `client_id` describes, or None when it cannot be had or is refused."""
+        """The client the document at `client_id` describes, or None when it cannot be had or is
+        refused. Answers (a failure too, for a shorter while) are kept, so naming the same URL
+        again does not make the gateway fetch it again."""
         hit = self._cache.get(client_id)
         now = time.monotonic()
-        if hit is not None and now - hit[0] < CACHE_SECONDS:
+        if hit is not None and now - hit[0] < (CACHE_SECONDS if hit[1] is not None else FAILED_SECONDS):
             return hit[1]
-        try:
-            info = await self._fetch(client_id)
-        except (ClientRejected, httpx.HTTPError, OSError, ValueError):
-            return None
+        info: OAuthClientInformationFull | None
+        async with self._fetching:
+            try:
+                info = await self._fetch(client_id)
+            except (ClientRejected, httpx.HTTPError, OSError, ValueError):
+                info = None
         if len(self._cache) >= CACHE_MAX:
             del self._cache[next(iter(self._cache))]
         self._cache[client_id] = (now, info)

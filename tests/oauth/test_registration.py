@@ -252,3 +252,27 @@ async def test_a_metadata_document_redirect_uri_is_matched_exactly(oauth_api: Ap
             authorize_url(oauth_api.url, good, pkce()[1]), f"run:{await oauth_api.new_run()}"
         )
         code_of(page)
+
+
+async def test_a_document_that_could_not_be_had_is_not_fetched_again_at_once(oauth_api: Api) -> None:
+    """Naming a URL as client_id makes the gateway fetch it; naming it again soon does not, even
+    when the first answer was a refusal (a bound on what an outsider can make it fetch)."""
+    with document_server() as (base, documents):
+        client = Client(f"{base}/missing.json", REDIRECT)
+        for _ in range(3):
+            answer = await authorize(authorize_url(oauth_api.url, client, pkce()[1]))
+            assert answer.status_code == 400, answer.text
+        assert documents["__fetched__"].count("/missing.json") == 1
+
+
+@pytest.mark.parametrize(
+    "name", ["evil\u202eexe.txt", "line\nbreak", "bell\x07", "x" * 201], ids=["bidi", "newline", "control", "long"]
+)
+async def test_a_client_name_is_plain_text_of_bounded_length(oauth_api: Api, name: str) -> None:
+    async with httpx.AsyncClient(base_url=oauth_api.url, timeout=10) as http:
+        answer = await http.post(
+            "/register",
+            json={"client_name": name, "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"},
+        )
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"] == "invalid_client_metadata"
