@@ -350,3 +350,18 @@ async def test_a_run_that_reaches_a_port_the_test_does_not_serve_fails(tmp_path:
     finally:
         await stop()
     assert model.side or model.turns  # it did reach the stand-in: the record is of a real connection
+
+
+async def test_claude_code_added_by_url_alone_finds_it_needs_a_sign_in(api: Api, agent: Agent) -> None:
+    """The README's first step: `claude mcp add --transport http warrant URL`, nothing else. Claude
+    Code meets the 401, reads the protected resource metadata it names and reports that the
+    server needs authentication (the sign-in itself is its interactive `/mcp` menu, with a browser:
+    not driven here; the Python and TypeScript SDK clients' whole flow is, in tests/oauth and
+    tests/interop/test_typescript_oauth.py)."""
+    claude = agent.claude
+    added = await claude.run("mcp", "add", "--transport", "http", SERVER, f"{api.url}/mcp")
+    assert added.returncode == 0, added
+    listed = await claude.run("mcp", "list")
+    assert listed.returncode == 0, listed
+    [entry] = [line for line in listed.stdout.splitlines() if line.startswith(f"{SERVER}:")]
+    assert f"{api.url}/mcp" in entry and "Needs authentication" in entry, listed.stdout
