@@ -4,13 +4,14 @@ metadata (RFC 9728), the authorization server metadata (RFC 8414)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import httpx
 import pytest
 from starlette.routing import Route
 
 from gateway.oauth.routes import PATHS
-from tests.api.conftest import Api
+from tests.api.conftest import Api, serving_api
 
 pytestmark = pytest.mark.anyio
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -85,3 +86,19 @@ async def test_plain_s256_only_and_no_implicit_grant(oauth_api: Api) -> None:
         assert answer.status_code == 302
         assert "error=" in answer.headers["location"] and "code=" not in answer.headers["location"]
     assert "unsupported_response_type" in implicit.headers["location"]
+
+
+async def test_with_oauth_off_there_is_no_authorization_surface(tmp_path: Path) -> None:
+    async with serving_api(tmp_path, "oauth: {enabled: false}\n") as api:
+        async with httpx.AsyncClient(base_url=api.url, timeout=10) as http:
+            missing = await http.post("/mcp", json=PING, headers=MCP_HEADERS)
+            metadata = await http.get("/.well-known/oauth-authorization-server")
+            consent = await http.get("/console/oauth/consent", params={"request": "x"})
+        run_id = await api.new_run()
+        token = await api.lease_token(run_id)
+        async with httpx.AsyncClient(base_url=api.url, timeout=10) as http:
+            listed = await http.post("/mcp", json=PING, headers={**MCP_HEADERS, "authorization": f"Bearer {token}"})
+    assert missing.status_code == 401 and "resource_metadata" not in missing.headers["www-authenticate"]
+    assert metadata.status_code == 404 and consent.status_code == 404
+    assert listed.status_code == 200, listed.text  # lease tokens work as before
+    assert not {r.path for r in api.app.routes if isinstance(r, Route)} & PATHS
