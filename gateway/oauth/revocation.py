@@ -10,7 +10,7 @@ from mcp.server.auth.json_response import PydanticJSONResponse
 from mcp.server.auth.middleware.client_auth import AuthenticationError
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 
 class PublicRevocationRequest(RevocationRequest):
@@ -29,8 +29,12 @@ class Revocation(RevocationHandler):
         try:
             client = await self.client_authenticator.authenticate_request(request)
         except AuthenticationError as exc:
-            error = RevocationErrorResponse(error="unauthorized_client", error_description=exc.message)
-            return PydanticJSONResponse(status_code=401, content=error)
+            # RFC 7009 2.2.1 -> RFC 6749 5.2: a client that failed to authenticate is `invalid_client`
+            # (the SDK's answer, `unauthorized_client`, is for a client not allowed a grant type).
+            body = {"error": "invalid_client", "error_description": exc.message}
+            return JSONResponse(
+                body, status_code=401, headers={"Cache-Control": "no-store", "WWW-Authenticate": "Basic"}
+            )
         try:
             asked = PublicRevocationRequest.model_validate(dict(await request.form()))
         except ValidationError as exc:

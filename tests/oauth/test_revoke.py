@@ -117,3 +117,10 @@ def test_the_sdk_still_needs_the_public_revocation_override() -> None:
 
     with pytest.raises(ValidationError):
         RevocationRequest.model_validate({"token": "t", "client_id": "c"})
+
+
+async def test_a_client_that_fails_to_authenticate_at_revoke_is_invalid_client(oauth_api: Api) -> None:
+    async with httpx.AsyncClient(base_url=oauth_api.url, timeout=10) as http:
+        answer = await http.post("/revoke", data={"client_id": "no-such-client", "token": "wat_" + "x" * 40})
+    assert answer.status_code == 401
+    assert answer.json()["error"] == "invalid_client"
