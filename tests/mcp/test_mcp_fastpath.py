@@ -31,6 +31,7 @@ from gateway.gate import CallResult
 from gateway.limits import BodyCap
 from gateway.mcp_fastpath import FastPath, _modern_response
 from gateway.mcp_front import LeaseTokenGuard, result_body, to_mcp_result
+from gateway.oauth.resource import OAuthResource
 from tests.api.conftest import CONTRACT, Api
 
 pytestmark = pytest.mark.anyio
@@ -53,6 +54,8 @@ def fast_path(api: Api) -> FastPath:
     cap = route.app
     assert isinstance(cap, BodyCap)  # gateway/limits.py, in front of the guard
     guard = cap.app
+    if isinstance(guard, OAuthResource):  # MCP authorization (gateway/oauth/), around the lease-token guard
+        guard = guard.app
     assert isinstance(guard, LeaseTokenGuard) and guard.fast is not None
     return guard.fast
 

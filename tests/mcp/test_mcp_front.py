@@ -93,7 +93,9 @@ async def test_only_post_is_served_at_mcp_and_401s_follow_rfc_6750(api: Api) -> 
         stream = await c.get("/mcp", headers={"Authorization": f"Bearer {token}", "Accept": "text/event-stream"})
         assert stream.status_code == 405 and stream.headers["allow"] == "POST"
         bare = await c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-        assert bare.headers["www-authenticate"] == 'Bearer realm="warrant"'
+        # No error code without credentials (RFC 6750 3.1); the OAuth metadata named (RFC 9728 5.1).
+        metadata = f'resource_metadata="{api.url}/.well-known/oauth-protected-resource/mcp"'
+        assert bare.headers["www-authenticate"] == f'Bearer realm="warrant", {metadata}'
         wrong = await c.post(
             "/mcp",
             json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},

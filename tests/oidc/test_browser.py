@@ -80,7 +80,9 @@ async def test_the_consent_page_comes_back_after_the_provider_sign_in(world: Wor
         await page.click("#allow")
         back = await asyncio.wait_for(codes.get(), 10)
         query = parse_qs(urlsplit(back).query)
-        return AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0])
+        return AuthorizationCodeResult(
+            code=query["code"][0], state=query.get("state", [None])[0], iss=query.get("iss", [None])[0]
+        )
 
     auth = OAuthClientProvider(
         f"{world.api.url}/mcp",
