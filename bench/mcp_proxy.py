@@ -24,6 +24,9 @@ client (`mcp.Client` over streamable HTTP, protocol 2026-07-28), and it calls th
               worker API key instead of a lease token: the gateway holds the lease for the key
               (docs/sessions.md), so each request also authenticates the key, reads the run and
               finds the held lease before the same front and gate
+    warrant-oauth  (not in the default set) client -> the same `/mcp` with an OAuth access token
+              (docs/authorization.md): each request also looks the token up (one store read) and
+              hands the front its grant's lease token
 
 `--transport` says how the three proxies reach the downstream: `http` (default), the one HTTP
 server above (`url:` for Warrant), or `stdio`, each proxy its own child running the same program
@@ -76,7 +79,7 @@ FASTMCP_VENV = ROOT / "bench" / ".venv-fastmcp"
 FASTMCP_SPEC = "fastmcp==4.2.3"  # the latest release when this benchmark was written; it pulls mcp 2.3.0
 CLIENT_CORE, DOWNSTREAM_CORE, PROXY_CORE = 0, 0, 1
 MODES = ("direct", "minimal", "fastmcp", "warrant")
-EXTRA_MODES = ("warrant-key",)  # measured only when named in --modes
+EXTRA_MODES = ("warrant-key", "warrant-oauth")  # measured only when named in --modes
 TOOL = "read_note"
 WARRANT_TOOL = "files__read_note"
 ARGUMENTS = {"title": "bench"}
@@ -432,6 +435,12 @@ async def start_warrant(mode: str, tree: Path, folder: Path, downstream: str) ->
             key.raise_for_status()
             headers = {"Authorization": f"Bearer {key.json()['key']}"}
             return Target(mode, f"{base}/mcp/runs/{run_id}", WARRANT_TOOL, proc, headers), proc
+        if mode == "warrant-oauth":
+            # a client signed in by MCP authorization: an access token looked up on every request
+            from oauth_flow import access_token  # bench/oauth_flow.py, beside this script
+
+            headers = {"Authorization": f"Bearer {await access_token(base, 'bench-admin-key', run_id)}"}
+            return Target(mode, f"{base}/mcp", WARRANT_TOOL, proc, headers), proc
         grant = await api.post(f"/api/runs/{run_id}/lease", json={"worker": "bench"})
         grant.raise_for_status()
     token = grant.json()["token"]
