@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -39,7 +39,7 @@ from gateway.oauth.clients import ClientRejected, MetadataDocuments, check_clien
 from gateway.oauth.sealed import PendingRequest, seal
 from gateway.oauth.settings import OAuthSettings
 from gateway.service import Gateway
-from gateway.store.records import OAuthGrant, Principal
+from gateway.store.records import OAuthGrant, OAuthTokens, Principal
 from gateway.store.sqlite_oauth import OAuthRefused
 
 SCOPES = ("mcp", "offline_access")
@@ -241,19 +241,7 @@ class WarrantAuthorization:
     async def exchange_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
     ) -> OAuthToken:
-        access, refresh = self._pair()
-        now = self.gateway_of().clock.now()
-        try:
-            issued = await self.gateway_of().store.redeem_oauth_code(
-                credentials.digest(authorization_code.code),
-                credentials.digest(access),
-                now + self.settings.access_token_ttl,
-                credentials.digest(refresh),
-                now + self.settings.refresh_token_ttl,
-            )
-        except OAuthRefused as exc:
-            raise TokenError("invalid_grant", exc.message) from None
-        return self._token(access, refresh, issued.grant)
+        return await self._issue(self.gateway_of().store.redeem_oauth_code, authorization_code.code)
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> GrantRefresh | None:
         if not credentials.looks_like(credentials.REFRESH_PREFIX, refresh_token):
@@ -275,19 +263,7 @@ class WarrantAuthorization:
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
-        access, refresh = self._pair()
-        now = self.gateway_of().clock.now()
-        try:
-            issued = await self.gateway_of().store.rotate_oauth_refresh(
-                credentials.digest(refresh_token.token),
-                credentials.digest(access),
-                now + self.settings.access_token_ttl,
-                credentials.digest(refresh),
-                now + self.settings.refresh_token_ttl,
-            )
-        except OAuthRefused as exc:
-            raise TokenError("invalid_grant", exc.message) from None
-        return self._token(access, refresh, issued.grant)
+        return await self._issue(self.gateway_of().store.rotate_oauth_refresh, refresh_token.token)
 
     async def load_access_token(self, token: str) -> GrantAccess | None:
         if not credentials.looks_like(credentials.ACCESS_PREFIX, token):
@@ -317,9 +293,25 @@ class WarrantAuthorization:
         raise TokenError("unsupported_grant_type", "identity assertions are not accepted here")
 
     # -- helpers ---------------------------------------------------------------------------
-    @staticmethod
-    def _pair() -> tuple[str, str]:
-        return credentials.mint(credentials.ACCESS_PREFIX), credentials.mint(credentials.REFRESH_PREFIX)
+    async def _issue(
+        self, write: Callable[[str, str, float, str, float], Awaitable[OAuthTokens]], spent: str
+    ) -> OAuthToken:
+        """A new access and refresh token for what `spent` (a code, or a refresh token) buys, written
+        by `write` (the store's redemption or rotation); its refusal as the OAuth `invalid_grant`."""
+        access = credentials.mint(credentials.ACCESS_PREFIX)
+        refresh = credentials.mint(credentials.REFRESH_PREFIX)
+        now = self.gateway_of().clock.now()
+        try:
+            issued = await write(
+                credentials.digest(spent),
+                credentials.digest(access),
+                now + self.settings.access_token_ttl,
+                credentials.digest(refresh),
+                now + self.settings.refresh_token_ttl,
+            )
+        except OAuthRefused as exc:
+            raise TokenError("invalid_grant", exc.message) from None
+        return self._token(access, refresh, issued.grant)
 
     def _token(self, access: str, refresh: str, grant: OAuthGrant) -> OAuthToken:
         return OAuthToken(

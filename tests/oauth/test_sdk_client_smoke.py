@@ -1,4 +1,6 @@
-"""The MCP Python SDK's OAuth client against a fresh gateway: only the URL configured."""
+"""The MCP Python SDK's OAuth client against a fresh gateway: only the URL configured, the person
+at the consent page as plain HTTP (so it runs where Chromium is not: test_python_sdk_oauth.py is
+the same in a browser, against a `warrant serve` process)."""
 
 from __future__ import annotations
 
@@ -10,31 +12,14 @@ from mcp import ClientSession
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.oauth2 import AuthorizationCodeResult
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.auth import OAuthClientMetadata
 from pydantic import AnyUrl
 
 from tests.api.conftest import Api
 from tests.oauth.conftest import FormBrowser, code_of, location_query
+from tests.oauth.test_python_sdk_oauth import Memory
 
 pytestmark = pytest.mark.anyio
-
-
-class Memory:
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
 
 
 async def test_sdk_client_signs_in_and_calls(oauth_api: Api) -> None:
