@@ -18,8 +18,7 @@ from starlette.types import Receive, Scope, Send
 from gateway.console.approvals import approval_routes
 from gateway.console.connections import connection_routes
 from gateway.console.consent import ConsentPages
-from gateway.console.oidc import NoOidc, OidcPages
-from gateway.console.pages import Console
+from gateway.console.pages import Console, NoOidc
 from gateway.console.session import session_key
 from gateway.oauth.provider import WarrantAuthorization
 from gateway.oidc.settings import OidcSettings
@@ -41,7 +40,10 @@ def console_routes(
     public_url: str | None = None,
 ) -> list[Route | Mount]:
     console = Console(session_key(ledger_key), oidc)
-    if oidc is not None:  # signing in through an OpenID Connect provider (gateway/console/oidc.py)
+    if oidc is not None:  # signing in through an OpenID Connect provider
+        # Imported only where it serves: Authlib and joserfc would cost every start otherwise.
+        from gateway.console.oidc import OidcPages
+
         pages = OidcPages(console, oidc, public_url)
         start, callback = pages.start, pages.callback
     else:

@@ -27,8 +27,8 @@ from starlette.responses import RedirectResponse, Response
 from gateway.api.routes import gateway_of
 from gateway.console import session as sessions
 from gateway.console.pages import HEADERS, Console, landing, safe_next
-from gateway.errors import InvalidRequest, NotFound, Unauthenticated, WarrantError
-from gateway.oidc.client import OidcClient, not_allowed, state_refused
+from gateway.errors import InvalidRequest, Unauthenticated, WarrantError
+from gateway.oidc import client as oidc_client
 from gateway.oidc.settings import OidcSettings
 from gateway.store.records import Principal
 
@@ -43,7 +43,7 @@ class OidcPages:
         self.console = console
         self.settings = settings
         self.public_url = public_url
-        self.client = OidcClient(settings)
+        self.client = oidc_client.OidcClient(settings)
 
     def redirect_uri(self, request: Request) -> str:
         if self.settings.redirect_uri is not None:
@@ -97,7 +97,7 @@ class OidcPages:
         matched = False  # the browser's own sign-in answered: its cookie is used up, whatever follows
         try:
             if flow is None:
-                raise state_refused(
+                raise oidc_client.state_refused(
                     "this sign-in was not started in this browser, or took longer than "
                     f"{FLOW_SECONDS // 60} minutes: sign in again"
                 )
@@ -106,7 +106,9 @@ class OidcPages:
             if not given or not hmac.compare_digest(str(flow["state"]).encode(), given.encode()):
                 # Someone else's callback (a link to sign this browser in as them): refused, and the
                 # sign-in this browser has under way is left to finish.
-                raise state_refused("the provider's answer does not belong to the sign-in this browser started")
+                raise oidc_client.state_refused(
+                    "the provider's answer does not belong to the sign-in this browser started"
+                )
             matched = True
             if "error" in params:
                 description = params.get("error_description", "")[:300]
@@ -117,13 +119,13 @@ class OidcPages:
                 )
             code = params.get("code", "")
             if not code:
-                raise state_refused("the provider's answer carries no code")
+                raise oidc_client.state_refused("the provider's answer carries no code")
             identity = await self.client.finish(
                 code, str(flow["redirect_uri"]), nonce=str(flow["nonce"]), verifier=str(flow["verifier"])
             )
             user = self.settings.user_for(identity.value)
             if user is None:
-                raise not_allowed(self.settings.label, identity.value)
+                raise oidc_client.not_allowed(self.settings.label, identity.value)
         except WarrantError as error:
             response = self.console.login_page(request, error, next_page=next_page)
             if matched:
@@ -138,14 +140,3 @@ class OidcPages:
         self.console.start_session(request, response, session)
         response.delete_cookie(sessions.OIDC_COOKIE, path=sessions.OIDC_COOKIE_PATH)
         return response
-
-
-class NoOidc:
-    """The two routes on a gateway without `console_sign_in.oidc`: a clear 404."""
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-
-    async def __call__(self, request: Request) -> Response:
-        error = NotFound("this gateway has no OpenID Connect provider configured: sign in with an API key")
-        return self.console.login_page(request, error)

@@ -342,3 +342,14 @@ def _number(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         return 0.0
+
+
+class NoOidc:
+    """The two routes on a gateway without `console_sign_in.oidc`: a clear 404."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    async def __call__(self, request: Request) -> Response:
+        error = NotFound("this gateway has no OpenID Connect provider configured: sign in with an API key")
+        return self.console.login_page(request, error)
