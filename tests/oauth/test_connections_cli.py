@@ -34,13 +34,14 @@ async def warrant(api: Api, key: str, *argv: str) -> subprocess.CompletedProcess
 
 async def test_list_disconnect_and_the_lease_is_free_for_the_next_worker(oauth_api: Api) -> None:
     run_id = await oauth_api.new_run()
-    connected = await connect_client(oauth_api, run_id, name="Cursor\x1b[2J on ana's box")
+    connected = await connect_client(oauth_api, run_id, name="Cursor on ana's box")
     listed = await warrant(oauth_api, "aud", "runs", "connections", run_id)
     assert listed.returncode == 0, listed.stderr
     header, row = listed.stdout.splitlines()
     assert header.split() == ["GRANT_ID", "CLIENT", "CONSENTED_BY", "CONSENTED", "REFRESHED", "EPOCH", "STATUS"]
     assert row.startswith(connected.grant_id) and row.endswith("active")
-    assert "Cursor\\x1b[2J on ana's box" in row and "\x1b" not in listed.stdout  # the escape shown, not obeyed
+    # (control characters in a name are refused at registration: tests/oauth/test_registration.py)
+    assert "Cursor on ana's box" in row
 
     async with oauth_api.client("op") as c:  # held by the client's grant: the acquire below is not vacuous
         busy = await c.post(f"/api/runs/{run_id}/lease", json={"worker": "next-worker"})
