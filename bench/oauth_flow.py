@@ -27,7 +27,9 @@ async def access_token(base: str, api_key: str, run_id: str) -> str:
     verifier = secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
     async with httpx.AsyncClient(base_url=base, timeout=10, follow_redirects=False) as http:
-        registered = await http.post("/register", json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"})
+        registered = await http.post(
+            "/register", json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
+        )
         registered.raise_for_status()
         client_id = registered.json()["client_id"]
         params = {
