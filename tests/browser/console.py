@@ -131,9 +131,11 @@ def env_name(key: str) -> str:
 
 
 @contextlib.contextmanager
-def serve(tmp: Path, adapters: Sequence[Path] = (), policies: Sequence[Path] = ()) -> Iterator[Served]:
+def serve(
+    tmp: Path, adapters: Sequence[Path] = (), policies: Sequence[Path] = (), *, extra: str = "", wait: float = WAIT
+) -> Iterator[Served]:
     """`warrant serve` on a free loopback port with KEYS, until the block ends; ADAPTERS and POLICIES beside the
-    shipped notebook's."""
+    shipped notebook's; `extra` more of warrant.yaml (top-level YAML); `wait` the bound on its start."""
     port = free_port()
     keys = "\n".join(
         f"  - {{name: {name}, tenant: {tenant}, roles: [{role}], key_env: BROWSER_KEY_{env_name(name)}}}"
@@ -143,12 +145,12 @@ def serve(tmp: Path, adapters: Sequence[Path] = (), policies: Sequence[Path] = (
     config.write_text(
         f"database: sqlite:///{tmp}/w.db\nlisten: {{host: 127.0.0.1, port: {port}}}\napi_keys:\n{keys}\n"
         f"adapters: [{', '.join(str(p) for p in [ROOT / 'adapters' / 'notes.yaml', *adapters])}]\n"
-        f"policies: [{', '.join(str(p) for p in [ROOT / 'policies' / 'default.yaml', *policies])}]\n"
+        f"policies: [{', '.join(str(p) for p in [ROOT / 'policies' / 'default.yaml', *policies])}]\n{extra}"
     )
     env = clean_environ() | {"WARRANT_LEDGER_KEY": "browser-ledger-key"}
     env |= {f"BROWSER_KEY_{env_name(name)}": f"key-{name}" for name in KEYS}
     url = f"http://127.0.0.1:{port}"
-    with warrant_serve(config, url, env, tmp / "serve.log", WAIT):
+    with warrant_serve(config, url, env, tmp / "serve.log", wait):
         yield Served(url, tmp)
 
 

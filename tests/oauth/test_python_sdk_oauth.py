@@ -29,9 +29,8 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 from playwright.async_api import Browser
 from pydantic import AnyUrl
 
-from tests.browser.console import chromium_executable
-from tests.e2e.serving import ROOT, clean_environ, code_of, mcp_agent, warrant_serve
-from tests.harness import free_port
+from tests.browser.console import chromium_executable, serve
+from tests.e2e.serving import code_of, mcp_agent
 from tests.oauth.browser import CallbackServer, Choice, Consented, ConsentRefused, chromium, consent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -40,7 +39,6 @@ WAIT = 20.0  # seconds: the bound on every call and every sign-in
 START_WAIT = 60.0  # seconds the gateway gets to answer /healthz (imports are slow on a busy machine)
 ACCESS_TTL = 5  # seconds an access token lives (oauth.access_token_ttl): the calls after a cancel or
 # a takeover must come within it, or the SDK would refresh, be refused and ask a person again
-KEYS = {"op": ("acme", "operator"), "admin": ("acme", "admin")}  # the secret of key NAME is key-NAME
 CONTRACT: dict[str, Any] = {
     "goal": "Collect vendor notes for the quarterly review",
     "spec_version": "v1",
@@ -89,22 +87,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     tmp = tmp_path_factory.mktemp("oauth-sdk")
     (tmp / "templates").mkdir()
     (tmp / "templates" / "notes.json").write_text(json.dumps({**CONTRACT, "goal": "Take notes for a new job"}))
-    port = free_port()
-    keys = "\n".join(
-        f"  - {{name: {name}, tenant: {tenant}, roles: [{role}], key_env: SDK_KEY_{name.upper()}}}"
-        for name, (tenant, role) in KEYS.items()
-    )
-    config = tmp / "warrant.yaml"
-    config.write_text(
-        f"database: sqlite:///{tmp}/w.db\nlisten: {{host: 127.0.0.1, port: {port}}}\napi_keys:\n{keys}\n"
-        f"adapters: [{ROOT / 'adapters' / 'notes.yaml'}]\npolicies: [{ROOT / 'policies' / 'default.yaml'}]\n"
-        f"oauth: {{access_token_ttl: {ACCESS_TTL}s, contract_templates: [templates]}}\n"
-    )
-    env = clean_environ() | {"WARRANT_LEDGER_KEY": "oauth-sdk-ledger-key"}
-    env |= {f"SDK_KEY_{name.upper()}": f"key-{name}" for name in KEYS}
-    url = f"http://127.0.0.1:{port}"
-    with warrant_serve(config, url, env, tmp / "serve.log", START_WAIT):
-        yield Gateway(url)
+    oauth = f"oauth: {{access_token_ttl: {ACCESS_TTL}s, contract_templates: [templates]}}\n"
+    with serve(tmp, extra=oauth, wait=START_WAIT) as served:  # tests/browser/console.py
+        yield Gateway(served.url)
 
 
 @pytest.fixture(scope="module")
