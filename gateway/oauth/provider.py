@@ -39,7 +39,7 @@ from gateway.oauth.clients import ClientRejected, MetadataDocuments, check_clien
 from gateway.oauth.sealed import PendingRequest, seal
 from gateway.oauth.settings import OAuthSettings
 from gateway.service import Gateway
-from gateway.store.records import OAuthGrant, OAuthTokens, Principal
+from gateway.store.records import OAuthGrant, OAuthTokenRow, OAuthTokens, Principal
 from gateway.store.sqlite_oauth import OAuthRefused
 
 SCOPES = ("mcp", "offline_access")
@@ -244,21 +244,11 @@ class WarrantAuthorization:
         return await self._issue(self.gateway_of().store.redeem_oauth_code, authorization_code.code)
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> GrantRefresh | None:
-        if not credentials.looks_like(credentials.REFRESH_PREFIX, refresh_token):
-            return None
-        row = await self.gateway_of().store.oauth_token(credentials.digest(refresh_token))
-        if row is None or row.kind != "refresh" or row.grant.client_id != client.client_id:
+        row = await self._row(credentials.REFRESH_PREFIX, "refresh", refresh_token)
+        if row is None or row.grant.client_id != client.client_id:
             return None
         # A used one is handed on too: its exchange is where the reuse is seen (and revokes the grant).
-        return GrantRefresh(
-            token=refresh_token,
-            client_id=row.grant.client_id,
-            scopes=list(row.grant.scopes),
-            expires_at=int(row.expires_at),
-            resource=row.grant.resource,
-            subject=row.grant.granted_by,
-            grant_id=row.grant.grant_id,
-        )
+        return GrantRefresh(**_token_fields(refresh_token, row))
 
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
@@ -266,22 +256,10 @@ class WarrantAuthorization:
         return await self._issue(self.gateway_of().store.rotate_oauth_refresh, refresh_token.token)
 
     async def load_access_token(self, token: str) -> GrantAccess | None:
-        if not credentials.looks_like(credentials.ACCESS_PREFIX, token):
+        row = await self._row(credentials.ACCESS_PREFIX, "access", token)
+        if row is None or row.grant.revoked_at is not None or row.expires_at <= self.gateway_of().clock.now():
             return None
-        row = await self.gateway_of().store.oauth_token(credentials.digest(token))
-        if row is None or row.kind != "access" or row.grant.revoked_at is not None:
-            return None
-        if row.expires_at <= self.gateway_of().clock.now():
-            return None
-        return GrantAccess(
-            token=token,
-            client_id=row.grant.client_id,
-            scopes=list(row.grant.scopes),
-            expires_at=int(row.expires_at),
-            resource=row.grant.resource,
-            subject=row.grant.granted_by,
-            grant_id=row.grant.grant_id,
-        )
+        return GrantAccess(**_token_fields(token, row))
 
     async def revoke_token(self, token: Any) -> None:
         """RFC 7009: revoking either token ends the whole grant (both tokens, and its lease)."""
@@ -293,6 +271,13 @@ class WarrantAuthorization:
         raise TokenError("unsupported_grant_type", "identity assertions are not accepted here")
 
     # -- helpers ---------------------------------------------------------------------------
+    async def _row(self, prefix: str, kind: str, token: str) -> OAuthTokenRow | None:
+        """The stored row of a token of `kind`, looked up by its hash; None for anything else."""
+        if not credentials.looks_like(prefix, token):
+            return None
+        row = await self.gateway_of().store.oauth_token(credentials.digest(token))
+        return row if row is not None and row.kind == kind else None
+
     async def _issue(
         self, write: Callable[[str, str, float, str, float], Awaitable[OAuthTokens]], spent: str
     ) -> OAuthToken:
@@ -321,3 +306,17 @@ class WarrantAuthorization:
             scope=" ".join(grant.scopes) or None,
             refresh_token=refresh,
         )
+
+
+def _token_fields(token: str, row: OAuthTokenRow) -> dict[str, Any]:
+    """What the SDK's token models hold of a stored token and its grant."""
+    grant = row.grant
+    return {
+        "token": token,
+        "client_id": grant.client_id,
+        "scopes": list(grant.scopes),
+        "expires_at": int(row.expires_at),
+        "resource": grant.resource,
+        "subject": grant.granted_by,
+        "grant_id": grant.grant_id,
+    }
