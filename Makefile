@@ -77,7 +77,7 @@ $(STRACE):
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null
 
 run: $(RUN_STAMP)
-	$(BIN)/python -m gateway.devrun
+	$(BIN)/python -m gateway.cli.devrun
 
 # Two pytest-xdist workers: the suite's time on a two-core machine (pyproject.toml, dev extras).
 TEST_WORKERS ?= 2

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gate import READ_TOOL, setup, speed_probe  # bench/gate.py
 
 from gateway.domain.contract import Contract
-from gateway.gate import Gate
+from gateway.gate.pipeline import Gate
 from gateway.store.records import Principal
 from gateway.store.sqlite import SQLiteStore
 from gateway.store.sqlite_rows import Chain

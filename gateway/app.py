@@ -21,41 +21,42 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from gateway import failpoints, tracing
+from gateway import failpoints
 from gateway.adapters.base import Adapter
 from gateway.api.connections import routes as connection_routes
+from gateway.api.health import healthz, metrics
+from gateway.api.host_guard import HostGuard, guards
 from gateway.api.keys import routes as key_routes
 from gateway.api.lineage import routes as lineage_routes
 from gateway.api.retention import routes as retention_routes
 from gateway.api.routes import error_response
 from gateway.api.routes import routes as api_routes
 from gateway.api.tools import routes as tool_routes
-from gateway.cancel_relay import relaying
-from gateway.catalog import Catalog
+from gateway.catalog.catalog import Catalog
+from gateway.catalog.pins import Pins
 from gateway.clock import Clock, OffsetClock, SystemClock
 from gateway.config import Settings, load_adapter
 from gateway.console import console_routes
 from gateway.errors import ConfigError, NotFound
-from gateway.evidence import build_fetcher
-from gateway.gate import Gate
-from gateway.host_guard import HostGuard, guards
-from gateway.limits import BodyCap
-from gateway.mcp_front import LeaseTokenGuard, build_mcp_server, fast_path, mcp_app, running
-from gateway.mcp_runs import PATH as RUNS_PATH
-from gateway.mcp_runs import WorkerKeyRoute
+from gateway.gate.limits import BodyCap
+from gateway.gate.pipeline import Gate
+from gateway.mcp.runs import PATH as RUNS_PATH
+from gateway.mcp.runs import WorkerKeyRoute
+from gateway.mcp.server import LeaseTokenGuard, build_mcp_server, fast_path, mcp_app, running
 from gateway.oauth.provider import WarrantAuthorization
 from gateway.oauth.resource import OAuthResource
 from gateway.oauth.routes import oauth_routes
-from gateway.observe import healthz, metrics
-from gateway.pins import Pins
+from gateway.observe import tracing
 from gateway.policy.loader import load_policies
-from gateway.progress import Progress
-from gateway.retention import Purger
+from gateway.runtime.cancel_relay import relaying
+from gateway.runtime.retention import Purger
+from gateway.runtime.shutdown import Drain, DrainGuard
+from gateway.runtime.watchdog import Watchdog, watching
+from gateway.runtime.webhooks import Deliverer
 from gateway.service import Gateway
-from gateway.shutdown import Drain, DrainGuard
 from gateway.store.factory import open_store
-from gateway.watchdog import Watchdog, watching
-from gateway.webhooks import Deliverer
+from gateway.tools.evidence import build_fetcher
+from gateway.tools.progress import Progress
 
 log = logging.getLogger("warrant")
 
@@ -113,7 +114,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
 
     server = build_mcp_server(gate_of, catalog)
     mcp = mcp_app(server, settings.host, settings.limits.max_request_body)
-    drain = Drain()  # begun by `warrant serve`'s first SIGTERM (gateway/shutdown.py)
+    drain = Drain()  # begun by `warrant serve`'s first SIGTERM (gateway/runtime/shutdown.py)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -191,7 +192,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/mcp", tracing.traced_mcp(BodyCap(resource, limits.max_request_body))),
-        # A worker key naming its run: the gateway holds the lease for it (gateway/mcp_runs.py).
+        # A worker key naming its run: the gateway holds the lease for it (gateway/mcp/runs.py).
         Route(RUNS_PATH, tracing.traced_mcp(BodyCap(WorkerKeyRoute(front, gateway_of), limits.max_request_body))),
         *api_routes,
         *tool_routes,

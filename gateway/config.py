@@ -27,13 +27,13 @@ from gateway.domain.checks import Validator, parse_host_entry
 from gateway.domain.contract import problems_of
 from gateway.domain.limits import RateLimits, parse_rate, parse_size
 from gateway.domain.refusals import RefusalLimits
+from gateway.domain.roles import Role
 from gateway.domain.units import parse_duration
 from gateway.domain.watch import KINDS
 from gateway.errors import ConfigError
-from gateway.limits import LimitSettings
+from gateway.gate.limits import LimitSettings
 from gateway.oauth.settings import OAuthSettings
 from gateway.oidc.settings import OidcSettings, OidcUser
-from gateway.roles import Role
 from gateway.yamlfile import read_yaml
 
 DEFAULT_CONFIG = "warrant.yaml"
@@ -47,7 +47,7 @@ class Listen(BaseModel):
     model_config = ConfigDict(extra="forbid")
     host: str = "127.0.0.1"
     port: int = Field(default=8700, ge=0, le=65535)
-    # On loopback every route refuses another Host (gateway/host_guard.py); these may reach it too.
+    # On loopback every route refuses another Host (gateway/api/host_guard.py); these may reach it too.
     allowed_hosts: list[str] = []
 
 
@@ -63,7 +63,7 @@ class KeyEntry(BaseModel):
 
 
 class WebhookEntry(BaseModel):
-    """A receiver of the watchdog's alerts (gateway/webhooks.py); `events` narrows the kinds sent."""
+    """A receiver of the watchdog's alerts (gateway/runtime/webhooks.py); `events` narrows the kinds sent."""
 
     model_config = ConfigDict(extra="forbid")
     url: str = Field(pattern=r"^https?://")
@@ -111,7 +111,7 @@ class RetentionEntry(BaseModel):
 
 
 class ArtifactLimits(BaseModel):
-    """`artifact_limits:` the caps on every read of evidence (gateway/evidence.py)."""
+    """`artifact_limits:` the caps on every read of evidence (gateway/tools/evidence.py)."""
 
     model_config = ConfigDict(extra="forbid")
     max_bytes: int = Field(default=10 * 2**20, gt=0)
@@ -158,7 +158,7 @@ class RefusalsEntry(BaseModel):
 
 
 class LimitsEntry(BaseModel):
-    """`limits:` size caps, rates and the per-run concurrency cap (gateway/limits.py, docs/limits.md)."""
+    """`limits:` size caps, rates and the per-run concurrency cap (gateway/gate/limits.py, docs/limits.md)."""
 
     model_config = ConfigDict(extra="forbid")
     max_request_body: int | str = "1MiB"
@@ -368,7 +368,7 @@ class Webhook:
 
 @dataclass(frozen=True)
 class WatchdogSettings:
-    """`watchdog:` in warrant.yaml, durations in seconds (gateway/watchdog.py)."""
+    """`watchdog:` in warrant.yaml, durations in seconds (gateway/runtime/watchdog.py)."""
 
     enabled: bool = True
     tick: float = 5.0
@@ -382,7 +382,7 @@ class WatchdogSettings:
 
 @dataclass(frozen=True)
 class RetentionSettings:
-    """`retention:` in warrant.yaml, in seconds; None keeps forever (gateway/retention.py)."""
+    """`retention:` in warrant.yaml, in seconds; None keeps forever (gateway/runtime/retention.py)."""
 
     idempotency: float | None = 30 * 86_400.0
     payload_bodies: float | None = None
@@ -392,7 +392,7 @@ class RetentionSettings:
 @dataclass(frozen=True)
 class ArtifactSettings:
     """`artifact_roots`, `artifact_hosts` and `artifact_limits` in warrant.yaml: what evidence the
-    gateway may read (gateway/evidence.py `build_fetcher`). The default reads nothing."""
+    gateway may read (gateway/tools/evidence.py `build_fetcher`). The default reads nothing."""
 
     roots: tuple[Path, ...] = ()
     hosts: tuple[str, ...] = ()
@@ -411,7 +411,7 @@ class Settings:
     policy_files: tuple[Path, ...]
     ledger_key: bytes
     webhooks: tuple[Webhook, ...] = ()
-    allowed_hosts: tuple[str, ...] = ()  # `listen.allowed_hosts` (gateway/host_guard.py)
+    allowed_hosts: tuple[str, ...] = ()  # `listen.allowed_hosts` (gateway/api/host_guard.py)
     watchdog: WatchdogSettings = WatchdogSettings()
     artifacts: ArtifactSettings = ArtifactSettings()
     # Milestone validators by name (`validators:` in warrant.yaml), imported at start-up.
@@ -720,7 +720,7 @@ def _mcp_adapter(path: Path, data: Any, env: Mapping[str, str]) -> Adapter:
     """A downstream MCP server. Its document is validated before any `${...}` is resolved, so an
     error message never carries a secret. A command's first word `python` is this gateway's own
     interpreter; `cwd` (default: the adapter file's folder) is relative to the adapter file."""
-    from gateway.adapters.mcp import McpAdapter, McpAdapterConfig
+    from gateway.adapters.mcp.adapter import McpAdapter, McpAdapterConfig
 
     config = _validated(McpAdapterConfig, path, data)
     base = path.parent
@@ -746,8 +746,8 @@ def _http_adapter(path: Path, data: Any, env: Mapping[str, str]) -> Adapter:
     """An HTTP API. Its document is validated before any `${...}` is resolved, so an error
     message never carries a secret; the resolved values are handed to the adapter as secrets
     to keep out of everything it records."""
-    from gateway.adapters.http import HttpAdapter
-    from gateway.adapters.http_config import HttpAdapterConfig, url_problem
+    from gateway.adapters.http.adapter import HttpAdapter
+    from gateway.adapters.http.config import HttpAdapterConfig, url_problem
 
     config = _validated(HttpAdapterConfig, path, data)
     base = path.parent

@@ -14,23 +14,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.adapters.base import Adapter
-from gateway.catalog import Catalog
+from gateway.catalog.catalog import Catalog
+from gateway.catalog.pins import Pins
 from gateway.clock import Clock
 from gateway.config import ApiKey
 from gateway.domain.approvals import policy_problems
 from gateway.domain.contract import ApprovalRule, Contract, parse_contract
 from gateway.domain.lifecycle import ActionStatus, RunEvent, transition
 from gateway.domain.revision import Change, Effect, classify, merge_patch, require_narrowing
+from gateway.domain.roles import permits
 from gateway.domain.units import parse_money
 from gateway.errors import Conflict, InvalidRequest
-from gateway.gate import Gate
-from gateway.pins import Pins
-from gateway.progress import Progress, recheck_view
-from gateway.reconcile import reconcile_run
-from gateway.roles import permits
+from gateway.gate.pipeline import Gate
+from gateway.gate.reconcile import reconcile_run
+from gateway.runtime.watchdog import Watchdog
 from gateway.store.base import Store
 from gateway.store.records import ActionRecord, Principal, RunRecord, SettleKind, Settlement
-from gateway.watchdog import Watchdog
+from gateway.tools.progress import Progress, recheck_view
 
 log = logging.getLogger("warrant.service")
 
@@ -43,9 +43,9 @@ class Gateway:
     clock: Clock
     adapters: Sequence[Adapter]
     api_keys: Sequence[ApiKey]
-    pins: Pins | None = None  # downstream tool pins (gateway/pins.py)
-    watchdog: Watchdog | None = None  # time enforcement and alerts (gateway/watchdog.py)
-    progress: Progress | None = None  # checkpoints, milestones, re-checks (gateway/progress.py)
+    pins: Pins | None = None  # downstream tool pins (gateway/catalog/pins.py)
+    watchdog: Watchdog | None = None  # time enforcement and alerts (gateway/runtime/watchdog.py)
+    progress: Progress | None = None  # checkpoints, milestones, re-checks (gateway/tools/progress.py)
 
     def principal_for_key(self, key_sha256: str) -> Principal | None:
         for key in self.api_keys:
@@ -123,7 +123,7 @@ class Gateway:
         run = await self.store.cancel(principal, run_id, reason, hard=hard)
         if hard:
             # This run and the children its cancel reached. Other processes sharing the store
-            # (PostgreSQL replicas) abort theirs on the store's notice (gateway/cancel_relay.py).
+            # (PostgreSQL replicas) abort theirs on the store's notice (gateway/runtime/cancel_relay.py).
             hit = await self.store.hard_cancelled_among(self.gate.in_flight_runs())
             await asyncio.gather(*(self.gate.abort_run(r) for r in {run_id, *hit}))
         for adapter in self.adapters:

@@ -91,7 +91,7 @@ class Adapter(abc.ABC):
 
     An adapter whose definitions come from elsewhere (a downstream MCP server) sets `pin`: its
     tools are callable only while their definitions match the ones pinned in the store
-    (`gateway/pins.py`). Definitions written in this gateway's own configuration are trusted.
+    (`gateway/catalog/pins.py`). Definitions written in this gateway's own configuration are trusted.
     """
 
     name: str

@@ -1,4 +1,4 @@
-"""`GET /api/runs/{run_id}/export`: the run's evidence bundle (gateway/ledger_bundle.py), streamed.
+"""`GET /api/runs/{run_id}/export`: the run's evidence bundle (gateway/store/bundle.py), streamed.
 
 The run, its MAC'd head and its action rows come from one consistent read, which spools the rows
 to disk a page at a time (gateway/store/action_spool.py: memory stays at a page however many the
@@ -15,7 +15,9 @@ from collections.abc import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from gateway.ledger_bundle import (
+from gateway.service import Gateway
+from gateway.store.base import Store
+from gateway.store.bundle import (
     MEDIA_TYPE,
     action_line,
     blob_line,
@@ -24,8 +26,6 @@ from gateway.ledger_bundle import (
     event_line,
     header_line,
 )
-from gateway.service import Gateway
-from gateway.store.base import Store
 from gateway.store.records import Principal
 from gateway.store.reports import RunExport
 

@@ -28,9 +28,9 @@ from gateway.api.routes import endpoint, query_limit, read_model
 from gateway.clock import isoformat
 from gateway.config import ApiKey
 from gateway.domain.keys import ApiKeyRecord, KeyEvent, api_key_hash, mint_api_key, parse_overlap
+from gateway.domain.roles import Role
 from gateway.domain.units import parse_duration
 from gateway.errors import Conflict, InvalidRequest
-from gateway.roles import Role
 from gateway.service import Gateway
 from gateway.store.records import Principal
 

@@ -21,8 +21,8 @@ from gateway import __version__
 from gateway.api import schemas
 from gateway.domain.contract import Contract
 from gateway.domain.lifecycle import ActionStatus, RunStatus
-from gateway.limits import LimitSettings
-from gateway.roles import ROLES
+from gateway.domain.roles import ROLES
+from gateway.gate.limits import LimitSettings
 from gateway.store.records import ApprovalStatus
 
 Security = Literal["key", "lease", "none"]

@@ -2,7 +2,7 @@
 
     {run_id?, action_id?, before?, reason?}   at least one of run_id, action_id, before
 
-The same purge as the schedule's (gateway/retention.py, docs/retention.md), scoped to the key's
+The same purge as the schedule's (gateway/runtime/retention.py, docs/retention.md), scoped to the key's
 tenant and to every filter given: bodies of actions in flight or `unknown`, of pending or approved
 approvals, checkpoints and milestone evidence are never taken, nor a body another record still
 names. Each run whose bodies went records `bodies_purged` (by the key, with the reason) in its

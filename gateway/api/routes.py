@@ -1,6 +1,6 @@
 """The operator API core: runs, leases, controls, approvals, actions, events, audit, ledger verify.
 
-Every route names the one permission it needs (gateway/roles.py) and scopes every query to the
+Every route names the one permission it needs (gateway/domain/roles.py) and scopes every query to the
 key's tenant: another tenant's run is 404, exactly like a missing one.
 """
 
@@ -30,11 +30,11 @@ from gateway.domain.keys import looks_like_api_key
 from gateway.domain.leases import looks_like_token, token_hash
 from gateway.domain.lifecycle import RunStatus, status_refusal
 from gateway.domain.report import build_report
+from gateway.domain.roles import require
 from gateway.domain.units import format_money, parse_money
 from gateway.errors import InvalidRequest, NotFound, Refusal, Unauthenticated, WarrantError
-from gateway.held_leases import hold
-from gateway.limits import LimitSettings, RateLimited, check_api_rate, too_large
-from gateway.roles import require
+from gateway.gate.held_leases import hold
+from gateway.gate.limits import LimitSettings, RateLimited, check_api_rate, too_large
 from gateway.service import Gateway
 from gateway.store.records import ApprovalRecord, ApprovalStatus, Principal, RunRecord
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.catalog import PinState
+from gateway.catalog.catalog import PinState
 from gateway.domain.contract import Contract
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.store.records import ApprovalStatus

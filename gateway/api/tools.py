@@ -1,4 +1,4 @@
-"""The operator API for the tool catalog and its pins (gateway/pins.py).
+"""The operator API for the tool catalog and its pins (gateway/catalog/pins.py).
 
     GET  /api/tools                        every exposed tool with its pin state
     GET  /api/tools/pending                definitions waiting for an operator, with a diff
@@ -20,10 +20,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gateway.api.routes import endpoint, read_model
-from gateway.catalog import PinState, ToolSpec
+from gateway.catalog.catalog import PinState, ToolSpec
+from gateway.catalog.pins import definition_json
 from gateway.clock import isoformat
 from gateway.errors import Forbidden, NotFound
-from gateway.pins import definition_json
 from gateway.service import Gateway
 from gateway.store.records import Principal
 

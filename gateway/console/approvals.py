@@ -22,8 +22,8 @@ from gateway.api.approval_shown import approval_shown
 from gateway.api.routes import DecisionBody, gateway_of, query_limit
 from gateway.api.views import approval_view
 from gateway.console.pages import HEADERS, Console
+from gateway.domain.roles import permits, require
 from gateway.errors import InvalidRequest, WarrantError
-from gateway.roles import permits, require
 from gateway.service import Gateway
 from gateway.store.records import ApprovalRecord, ApprovalStatus, Principal
 

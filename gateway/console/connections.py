@@ -17,8 +17,8 @@ from gateway.api.connections import connection_view
 from gateway.api.routes import gateway_of
 from gateway.api.views import run_view
 from gateway.console.pages import HEADERS, Console
+from gateway.domain.roles import require
 from gateway.errors import InvalidRequest, NotFound, WarrantError
-from gateway.roles import require
 from gateway.service import Gateway
 from gateway.store.records import Principal
 

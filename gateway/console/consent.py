@@ -27,10 +27,10 @@ from gateway.console import session as sessions
 from gateway.console.pages import HEADERS, Console, read_form, shown
 from gateway.domain.contract import parse_contract
 from gateway.domain.lifecycle import RunStatus
+from gateway.domain.roles import permits, require
 from gateway.errors import InvalidRequest, NotFound, WarrantError
 from gateway.oauth.provider import Consent, WarrantAuthorization
 from gateway.oauth.sealed import PendingRequest, unseal
-from gateway.roles import permits, require
 from gateway.service import Gateway
 from gateway.store.records import Principal
 

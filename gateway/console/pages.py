@@ -2,7 +2,7 @@
 gateway/console/oidc.py) and -out, the runs, one run (its live timeline, ledger, progress and
 cost), the confirmation page of each of pause / resume / cancel, and the run's event stream.
 
-Each page authenticates its session's key again and asks `gateway.roles.require` for the very
+Each page authenticates its session's key again and asks `gateway.domain.roles.require` for the very
 permission the matching API route names, then calls the same store and service functions, scoped
 to the key's tenant: what a key may see and do here is what it may through /api. Every form POST
 checks its CSRF token before anything else; a refusal shows the API's error code and status.
@@ -27,9 +27,9 @@ from gateway.api.routes import authenticate_key, gateway_of
 from gateway.api.views import run_view
 from gateway.console import run_detail
 from gateway.console import session as sessions
+from gateway.domain.roles import permits, require
 from gateway.errors import Forbidden, NotFound, Unauthenticated, WarrantError
 from gateway.oidc.settings import OidcSettings
-from gateway.roles import permits, require
 from gateway.service import Gateway
 from gateway.store.records import Principal
 from gateway.text import escape_nul

@@ -3,7 +3,7 @@ calls and views as the API: the ledger in sections, the timeline, progress, cost
 
 Nothing here decides anything: open alerts are the watchdog's own pure decision
 (`gateway.domain.watch.open_alerts`) over the state it reads, the cost by tag is the run report's
-(`gateway.domain.report`), checkpoint and milestones are the recovery package's (gateway/progress.py).
+(`gateway.domain.report`), checkpoint and milestones are the recovery package's (gateway/tools/progress.py).
 """
 
 from __future__ import annotations

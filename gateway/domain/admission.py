@@ -71,7 +71,7 @@ class CallFacts:
     is_write: bool
     approved: bool = False  # an approval for exactly this payload will be consumed
     reservation: Reservation = field(default_factory=Reservation)
-    limits: CallLimits | None = None  # rates and the concurrency cap the admit enforces (gateway/limits.py)
+    limits: CallLimits | None = None  # rates and the concurrency cap the admit enforces (gateway/gate/limits.py)
 
 
 def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:

@@ -1,6 +1,6 @@
 """A milestone's checks: what a contract asks the gateway to verify, and how the results combine.
 
-Pure: no I/O. `gateway/evidence.py` reads artifacts and runs the checks (docs/progress.md
+Pure: no I/O. `gateway/tools/evidence.py` reads artifacts and runs the checks (docs/progress.md
 "Milestones and checks"). Every check has exactly one kind key:
 
     {"artifact": id, "sha256"?: hex, "schema"?: {...}}      ArtifactCheck

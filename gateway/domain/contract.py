@@ -15,9 +15,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from gateway.domain.checks import check_problems
+from gateway.domain.expressions import Expression, compiled
 from gateway.domain.units import currency_exponent, parse_duration, parse_money
 from gateway.errors import InvalidRequest
-from gateway.policy.expressions import Expression, compiled
 
 DIMENSIONS: tuple[str, ...] = ("spend", "tool_calls", "writes", "active_seconds")
 MAX_COUNT = 10**15 - 1

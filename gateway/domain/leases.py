@@ -28,7 +28,7 @@ def looks_like_token(token: str) -> bool:
 
 
 def held_token(api_key: str, run_id: str, salt: str) -> str:
-    """The token of the lease the gateway holds for `api_key` on `run_id` (gateway/held_leases.py).
+    """The token of the lease the gateway holds for `api_key` on `run_id` (gateway/gate/held_leases.py).
 
     Derived, never stored: only a caller presenting the key itself can compute it, on any replica,
     and the store keeps its hash as for any token. A new `salt` (an explicit takeover) makes a new one.

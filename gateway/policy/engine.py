@@ -14,12 +14,12 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
-from gateway.catalog import ToolSpec
+from gateway.catalog.catalog import ToolSpec
 from gateway.domain.answers import constraint_refusal, forbidden_refusal, schema_refusal
 from gateway.domain.approvals import combine
 from gateway.domain.contract import ApprovalRule, Terms
+from gateway.domain.expressions import ExpressionError, compiled
 from gateway.errors import Refusal
-from gateway.policy.expressions import ExpressionError, compiled
 
 
 def authority_refusal(name: str, spec: ToolSpec | None, terms: Terms, arguments: Any) -> Refusal | None:

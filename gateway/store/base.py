@@ -173,7 +173,7 @@ class Store(abc.ABC):
     def cancel_notices(self) -> CancelNotices | None:
         """Hard cancels taken by other gateway processes sharing this store, as they commit; None
         where no other process can share it (SQLite: one server per file). Each call is a new
-        subscription: gateway/cancel_relay.py enters one, and another after a lost connection."""
+        subscription: gateway/runtime/cancel_relay.py enters one, and another after a lost connection."""
         return None
 
     @abc.abstractmethod
@@ -356,7 +356,7 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def take_rate(self, scopes: Sequence[tuple[str, Rate]]) -> tuple[str, float] | None:
         """One request from each scope's rate (an API request: its tenant and key), or from none:
-        the first scope that refuses and the seconds until it would admit (gateway/limits.py)."""
+        the first scope that refuses and the seconds until it would admit (gateway/gate/limits.py)."""
 
     @abc.abstractmethod
     async def record_rejection(
@@ -674,7 +674,7 @@ class Store(abc.ABC):
     async def recovery_inputs(self, tenant: str, run_id: str) -> RecoveryInputs:
         """Everything the recovery package reads, in one read. Raises: NotFound."""
 
-    # -- the watchdog and webhook deliveries (gateway/watchdog.py, gateway/webhooks.py) ----
+    # -- the watchdog and webhook deliveries (gateway/runtime/watchdog.py, gateway/runtime/webhooks.py) ----
     @abc.abstractmethod
     async def hold_watch_lease(self, holder: str, ttl: float) -> bool:
         """Take or renew the watchdog's lease for `ttl` seconds of store time: True while `holder`

@@ -5,7 +5,7 @@ PostgreSQL delivers a notification at its transaction's commit, to every session
 and never for a transaction rolled back, so a SERIALIZABLE transaction run again after a
 serialization failure notifies once. Each gateway process listens on a connection of its own,
 outside the pool (`listen`). A notification sent while a process was not listening is lost to it:
-its relay asks the store when it listens again (gateway/cancel_relay.py).
+its relay asks the store when it listens again (gateway/runtime/cancel_relay.py).
 
 A connection whose server vanished without closing it (a network partition, a host gone) would wait
 for notifications forever: the listener checks it every `HEARTBEAT_S` with a query bounded by

@@ -87,7 +87,7 @@ class LeaseGrant:
 
 @dataclass(frozen=True)
 class HeldLease:
-    """The lease the gateway holds for one API key on one run (gateway/held_leases.py): the salt its
+    """The lease the gateway holds for one API key on one run (gateway/gate/held_leases.py): the salt its
     token is derived from, whether this call granted it, and the run as it stands now."""
 
     run_id: str

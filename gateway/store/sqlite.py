@@ -153,7 +153,7 @@ class SQLiteStore(
 
     def _announce_hard_cancel(self, conn: Conn, run_id: str) -> None:
         """Tell the other gateway processes sharing the store, at commit, that `run_id` was cancelled
-        hard (their calls in flight for it are aborted: gateway/cancel_relay.py). SQLite has none:
+        hard (their calls in flight for it are aborted: gateway/runtime/cancel_relay.py). SQLite has none:
         one server per file, and Gateway.cancel aborts this process's calls itself."""
 
     async def hard_cancelled_among(self, run_ids: Sequence[str]) -> set[str]:

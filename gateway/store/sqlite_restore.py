@@ -1,4 +1,4 @@
-"""The store restored from a backup (`warrant restore`, gateway/backup.py): it comes up with every
+"""The store restored from a backup (`warrant restore`, gateway/store/backup.py): it comes up with every
 live run paused until an operator resumes it, which reconciles first.
 
 A backup knows the world up to its newest ledger entry. Whatever the runs did after that (writes

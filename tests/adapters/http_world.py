@@ -16,8 +16,8 @@ import respx
 
 from gateway import backoff
 from gateway.adapters.base import CallRequest
-from gateway.adapters.http import HttpAdapter
-from gateway.adapters.http_config import HttpAdapterConfig
+from gateway.adapters.http.adapter import HttpAdapter
+from gateway.adapters.http.config import HttpAdapterConfig
 
 BASE = "http://crm.test/api"
 SECRET = "s3cr3t-crm-token-4242"

@@ -1,4 +1,4 @@
-"""Arguments to requests: path placeholders, query string, JSON body (gateway/adapters/http_mapping.py)."""
+"""Arguments to requests: path placeholders, query string, JSON body (gateway/adapters/http/mapping.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gateway.adapters.http_config import HttpToolConfig
-from gateway.adapters.http_mapping import MappingError, plan_call, plan_lookup
+from gateway.adapters.http.config import HttpToolConfig
+from gateway.adapters.http.mapping import MappingError, plan_call, plan_lookup
 from tests.adapters.http_world import BASE, SECRET, Ticks, make_adapter
 
 

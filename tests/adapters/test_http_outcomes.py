@@ -1,4 +1,4 @@
-"""How an HTTP call ends: one test per row of the classification table (gateway/adapters/http_outcome.py)."""
+"""How an HTTP call ends: one test per row of the classification table (gateway/adapters/http/outcome.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import httpx
 import pytest
 import respx
 
-from gateway.adapters import http
 from gateway.adapters.base import CallRequest, OutcomeKind
-from gateway.adapters.http import MAX_ATTEMPTS
+from gateway.adapters.http import adapter as http
+from gateway.adapters.http.adapter import MAX_ATTEMPTS
 from tests.adapters.http_world import DOCUMENT, KEY, SECRET, Crm, create, get_contact, log_call, mocked_crm
 
 pytestmark = pytest.mark.anyio

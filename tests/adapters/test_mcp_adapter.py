@@ -10,7 +10,7 @@ import mcp.types as types
 import pytest
 
 from gateway.adapters.base import CallRequest, OutcomeKind
-from gateway.adapters.mcp import IDEMPOTENCY_META, McpAdapter, McpAdapterConfig, to_outcome
+from gateway.adapters.mcp.adapter import IDEMPOTENCY_META, McpAdapter, McpAdapterConfig, to_outcome
 from tests.adapters.conftest import WAIT, HttpServer, Notebook, stdio_config, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -1,4 +1,4 @@
-"""The lean MCP path's HTTP/1.1 client (gateway/adapters/http11.py) against canned answers."""
+"""The lean MCP path's HTTP/1.1 client (gateway/adapters/http/http11.py) against canned answers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from gateway.adapters.http11 import Http11Pool, Lost, Unsent
+from gateway.adapters.http.http11 import Http11Pool, Lost, Unsent
 from tests.harness import free_port
 
 pytestmark = pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""The lean HTTP path of the downstream MCP adapter (gateway/adapters/mcp_http.py).
+"""The lean HTTP path of the downstream MCP adapter (gateway/adapters/mcp/lean_client.py).
 
 Against the example server over streamable HTTP (stateless, JSON): calls take the lean path and
 end as they do through the SDK client (an adapter with `lean_http: false`). Against in-process SDK
@@ -25,7 +25,7 @@ from starlette.routing import Mount
 from starlette.types import Receive, Scope, Send
 
 from gateway.adapters.base import Outcome, OutcomeKind
-from gateway.adapters.mcp import McpAdapter, McpAdapterConfig
+from gateway.adapters.mcp.adapter import McpAdapter, McpAdapterConfig
 from tests.adapters.conftest import WAIT, HttpServer, Notebook
 from tests.adapters.test_mcp_adapter import request
 from tests.harness import free_port

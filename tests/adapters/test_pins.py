@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from gateway.adapters.base import CallRequest, OutcomeKind, ToolDefinition
-from gateway.adapters.mcp import McpAdapter, McpAdapterConfig
-from gateway.catalog import Catalog, PinState
+from gateway.adapters.mcp.adapter import McpAdapter, McpAdapterConfig
+from gateway.catalog.catalog import Catalog, PinState
+from gateway.catalog.pins import Pins, definition_json
 from gateway.clock import ManualClock
 from gateway.errors import Conflict, InvalidRequest
-from gateway.pins import Pins, definition_json
 from gateway.policy.model import ToolPolicy
 from gateway.store.records import Principal, ToolPin
 from gateway.store.sqlite import SQLiteStore

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gateway.cli_approvals import describe_approval
+from gateway.cli.approvals import describe_approval
 from tests.api.conftest import Api
 from tests.api.test_openapi import Conformance, fetch_document
 from tests.api.test_operator_api import create_run, lease

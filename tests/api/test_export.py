@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gateway.api import export
-from gateway.ledger_bundle import MEDIA_TYPE, BundleReport, verify_bundle
+from gateway.store.bundle import MEDIA_TYPE, BundleReport, verify_bundle
 from tests.api.conftest import Api
 from tests.api.test_operator_api import create_run, lease
 

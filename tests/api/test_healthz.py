@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway import observe
+from gateway.api import health as observe
 from gateway.errors import StoreError
 from gateway.store.reports import HealthReport
 from tests.api.conftest import Api

@@ -8,10 +8,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from gateway.api.host_guard import host_allowed
 from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.config import load_settings
-from gateway.host_guard import host_allowed
 from tests.harness import uvicorn_serving
 
 pytestmark = pytest.mark.anyio

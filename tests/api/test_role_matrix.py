@@ -1,4 +1,4 @@
-"""The role matrix, generated from gateway/roles.py's ROLES and the routes the app serves.
+"""The role matrix, generated from gateway/domain/roles.py's ROLES and the routes the app serves.
 
 Every route names its permission (the `endpoint` decorator records it on the route's function);
 a route that names none and is not one of the few public ones fails here. For each role, and a
@@ -18,8 +18,8 @@ import httpx
 import pytest
 from starlette.routing import Route
 
+from gateway.domain.roles import PERMISSIONS, ROLES
 from gateway.oauth.routes import PATHS as OAUTH_PATHS
-from gateway.roles import PERMISSIONS, ROLES
 from tests.api.conftest import KEYS, Api
 
 pytestmark = pytest.mark.anyio

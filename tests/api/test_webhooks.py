@@ -18,9 +18,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.config import WatchdogSettings, Webhook
+from gateway.runtime.watchdog import Watchdog
+from gateway.runtime.webhooks import DELIVERY_HEADER, SIGNATURE_HEADER, Deliverer, sign, verify
 from gateway.store.base import RaisedAlert, Store
-from gateway.watchdog import Watchdog
-from gateway.webhooks import DELIVERY_HEADER, SIGNATURE_HEADER, Deliverer, sign, verify
 from tests.api.conftest import CONTRACT, Api
 from tests.harness import Run, World, uvicorn_serving
 

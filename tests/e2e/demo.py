@@ -1,4 +1,4 @@
-"""The demo gateway exactly as `make run` starts it (`python -m gateway.devrun`), as a real process
+"""The demo gateway exactly as `make run` starts it (`python -m gateway.cli.devrun`), as a real process
 in a folder of its own: the repository's warrant.yaml, policies and adapters copied there (the demo
 services' adapters pointed at free ports), examples/ linked, its state in that folder's .warrant/.
 """
@@ -54,7 +54,7 @@ class Demo:
         """`make run`'s command until the block ends (then Ctrl-C, as a user stops it); yields the
         process and what it printed before /healthz answered."""
         port = self.url.rsplit(":", 1)[1]
-        command = [sys.executable, "-m", "gateway.devrun", "--port", port, "--log-level", "warning"]
+        command = [sys.executable, "-m", "gateway.cli.devrun", "--port", port, "--log-level", "warning"]
         command += ["--crm-port", str(self.crm_port), "--mail-port", str(self.mail_port)]
         path = self.folder / log
         with path.open("wb") as sink:

@@ -1,4 +1,4 @@
-"""`warrant backup` and `warrant restore` as real commands (gateway/backup.py, docs/operations.md).
+"""`warrant backup` and `warrant restore` as real commands (gateway/store/backup.py, docs/operations.md).
 
 SQLite: a backup taken while a real `warrant serve` has traffic (an agent's write held in flight at
 the demo CRM, reads and writes of another run going on) is restored into a fresh file; `warrant
@@ -22,7 +22,7 @@ import pytest
 from gateway.clock import ManualClock
 from gateway.domain.contract import parse_contract
 from gateway.domain.lifecycle import ActionStatus, RunStatus
-from gateway.gate import Gate
+from gateway.gate.pipeline import Gate
 from gateway.store.postgres import PostgresStore
 from tests.e2e.crm_gateway import LEDGER_KEY, WAIT, Gateway, gateway
 from tests.e2e.serving import code_of, mcp_agent

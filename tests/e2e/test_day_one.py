@@ -1,6 +1,6 @@
 """The README's "Day one with Claude Code", step by step, as a test.
 
-1. `make run`: the demo gateway exactly as make run starts it (gateway.devrun, a real process on
+1. `make run`: the demo gateway exactly as make run starts it (gateway.cli.devrun, a real process on
    free ports, its state in real files), which prints the admin, approver and worker keys.
 2. `source .warrant/dev.env`: the keys, WARRANT_URL and `warrant` on the PATH.
 3. `warrant connect --client claude-code --contract ...`: the `claude mcp add` line, whose URL and

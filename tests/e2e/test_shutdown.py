@@ -1,4 +1,4 @@
-"""Graceful shutdown of a real `warrant serve` (gateway/shutdown.py, docs/operations.md): an agent's
+"""Graceful shutdown of a real `warrant serve` (gateway/runtime/shutdown.py, docs/operations.md): an agent's
 write to the demo CRM is held in flight by the CRM's `delay` fault when SIGTERM arrives.
 
 While draining, `/healthz` answers 503 draining, an API write is refused 503 `draining` with
@@ -21,7 +21,7 @@ import httpx
 import pytest
 from mcp import Client, types
 
-from gateway.shutdown import CLOSE_WAIT_S, FORCED_EXIT, SHUT_DOWN_REASON
+from gateway.runtime.shutdown import CLOSE_WAIT_S, FORCED_EXIT, SHUT_DOWN_REASON
 from tests.e2e.crm_gateway import WAIT, Gateway, exited, gateway
 from tests.e2e.serving import code_of, mcp_agent
 from tests.integration.test_http_services import Service

@@ -11,7 +11,7 @@ from tests.hostile.checks import answer_problems, server_error_problem
 
 def test_a_stack_trace_or_an_exception_name_in_a_body_is_found() -> None:
     for body in [
-        'Traceback (most recent call last):\n  File "/srv/gateway/gate.py", line 451, in _dispatch',
+        'Traceback (most recent call last):\n  File "/srv/gateway/gate/pipeline.py", line 451, in _dispatch',
         '{"error": {"message": "RecursionError: maximum recursion depth exceeded"}}',
         '{"error": {"message": "psycopg.errors.DataError"}}',
         "at /usr/lib/python3.11/json/decoder.py",

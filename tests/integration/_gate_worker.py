@@ -21,9 +21,9 @@ from typing import Any
 
 from gateway.adapters.base import CallRequest
 from gateway.adapters.python import PythonAdapter
-from gateway.catalog import Catalog
+from gateway.catalog.catalog import Catalog
 from gateway.clock import ManualClock
-from gateway.gate import META_BUDGET, Gate
+from gateway.gate.pipeline import META_BUDGET, Gate
 from gateway.policy.model import ToolPolicy
 from gateway.store.sqlite import SQLiteStore
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from gateway.clock import ManualClock
 from gateway.config import WatchdogSettings, Webhook
+from gateway.runtime.watchdog import Watchdog
+from gateway.runtime.webhooks import Deliverer
 from gateway.store.sqlite import SQLiteStore
-from gateway.watchdog import Watchdog
-from gateway.webhooks import Deliverer
 
 
 def say(message: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from gateway.domain.checks import ArtifactRef, SourceRef, milestone_status
-from gateway.evidence import Fetcher, recheck_source, run_checks
+from gateway.tools.evidence import Fetcher, recheck_source, run_checks
 from tests.harness import WAIT, answer_lifespan, uvicorn_serving
 
 pytestmark = pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""`make run`'s keys (gateway/devkeys.py): made once, kept across restarts, on a real SQLite file."""
+"""`make run`'s keys (gateway/cli/devkeys.py): made once, kept across restarts, on a real SQLite file."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway import devkeys
+from gateway.cli import devkeys
 from gateway.clock import SystemClock
 from gateway.config import Settings, load_settings
 from gateway.domain.keys import api_key_hash

@@ -1,4 +1,4 @@
-"""The gate under a drain (gateway/shutdown.py), on both stores: nothing new is admitted, a call in
+"""The gate under a drain (gateway/runtime/shutdown.py), on both stores: nothing new is admitted, a call in
 flight settles with its real outcome within the grace, and one slower than the grace is aborted:
 a write `unknown` with the reason "gateway shut down", in the action and in the ledger."""
 
@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from gateway.domain.lifecycle import ActionStatus
-from gateway.shutdown import SHUT_DOWN_REASON, Drain
+from gateway.runtime.shutdown import SHUT_DOWN_REASON, Drain
 from tests.harness import TENANT, WAIT, World, code_of
 
 pytestmark = pytest.mark.anyio

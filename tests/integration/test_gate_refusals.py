@@ -15,7 +15,7 @@ import pytest
 from gateway.domain.answers import WAITING_CODES
 from gateway.domain.lifecycle import ActionStatus
 from gateway.errors import Unauthenticated
-from gateway.gate import META_ACTION_ID, META_CODE, CallResult
+from gateway.gate.pipeline import META_ACTION_ID, META_CODE, CallResult
 from tests.harness import OPS, Run, World, code_of, op
 
 pytestmark = pytest.mark.anyio

@@ -10,8 +10,8 @@ import pytest
 from gateway.config import WatchdogSettings, Webhook
 from gateway.domain.leases import token_hash
 from gateway.domain.lifecycle import RunStatus
+from gateway.runtime.watchdog import Watchdog
 from gateway.store.records import ApprovalStatus
-from gateway.watchdog import Watchdog
 from tests.harness import OPS, World, code_of
 
 pytestmark = pytest.mark.anyio

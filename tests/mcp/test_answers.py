@@ -20,7 +20,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from gateway.adapters.python import PythonAdapter
-from gateway.gate import replay_structured
+from gateway.gate.pipeline import replay_structured
 from tests.api.conftest import CONTRACT, Api, serving_api
 
 pytestmark = pytest.mark.anyio

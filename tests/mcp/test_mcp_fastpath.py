@@ -27,10 +27,10 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.gate import CallResult
-from gateway.limits import BodyCap
-from gateway.mcp_fastpath import FastPath, _modern_response
-from gateway.mcp_front import LeaseTokenGuard, result_body, to_mcp_result
+from gateway.gate.limits import BodyCap
+from gateway.gate.pipeline import CallResult
+from gateway.mcp.accelerators.fastpath import FastPath, _modern_response
+from gateway.mcp.server import LeaseTokenGuard, result_body, to_mcp_result
 from gateway.oauth.resource import OAuthResource
 from tests.api.conftest import CONTRACT, Api
 
@@ -52,7 +52,7 @@ VARYING = [
 def fast_path(api: Api) -> FastPath:
     route = next(r for r in api.app.routes if isinstance(r, Route) and r.path == "/mcp")
     cap = route.app
-    assert isinstance(cap, BodyCap)  # gateway/limits.py, in front of the guard
+    assert isinstance(cap, BodyCap)  # gateway/gate/limits.py, in front of the guard
     guard = cap.app
     if isinstance(guard, OAuthResource):  # MCP authorization (gateway/oauth/), around the lease-token guard
         guard = guard.app

@@ -1,4 +1,4 @@
-"""A hard cancel taken on one replica reaches the call in flight on the other (gateway/cancel_relay.py).
+"""A hard cancel taken on one replica reaches the call in flight on the other (gateway/runtime/cancel_relay.py).
 
 The write is held at the mail service by a `delay` fault, well inside the tool timeout, so nothing
 but the cancel can end it early: B's agent must hear `outcome_unknown` long before the hold ends.

@@ -11,9 +11,9 @@ import pytest
 
 from gateway.api import export
 from gateway.api.export import bundle_lines
-from gateway.ledger_bundle import action_line, blob_line, end_line, entry_refs, event_line, header_line, verify_bundle
 from gateway.store import action_spool
 from gateway.store.action_spool import ActionSpool
+from gateway.store.bundle import action_line, blob_line, end_line, entry_refs, event_line, header_line, verify_bundle
 from gateway.store.records import ActionRecord
 from gateway.store.sqlite_rows import action_from_row
 from tests.harness import LEDGER_KEY, TENANT, World, code_of

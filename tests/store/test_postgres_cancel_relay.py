@@ -1,4 +1,4 @@
-"""A hard cancel taken through one replica aborts the calls in flight on another (gateway/cancel_relay.py).
+"""A hard cancel taken through one replica aborts the calls in flight on another (gateway/runtime/cancel_relay.py).
 
 Two PostgresStores on one database play two replicas: A takes the operator's cancels; B has a real
 Gate with calls in flight (tests/harness.py's blocking tools) and the relay listening. The relay's
@@ -18,10 +18,10 @@ import psycopg
 import pytest
 
 from gateway import backoff
-from gateway.cancel_relay import CancelRelay, relaying
 from gateway.clock import ManualClock
 from gateway.domain.contract import parse_contract
 from gateway.domain.lifecycle import ActionStatus
+from gateway.runtime.cancel_relay import CancelRelay, relaying
 from gateway.service import Gateway
 from gateway.store.base import Store
 from gateway.store.postgres_notices import APPLICATION_NAME, listen

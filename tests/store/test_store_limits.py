@@ -8,8 +8,8 @@ import pytest
 from gateway.canonical import canonical_json, sha256_hex
 from gateway.domain.lifecycle import ActionStatus
 from gateway.domain.limits import Rate, RateLimits
-from gateway.gate import Gate
-from gateway.limits import LimitSettings
+from gateway.gate.limits import LimitSettings
+from gateway.gate.pipeline import Gate
 from tests.harness import TENANT, World, code_of
 
 pytestmark = pytest.mark.anyio

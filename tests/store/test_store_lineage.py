@@ -13,7 +13,7 @@ from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.report import build_report
 from gateway.domain.revision import merge_patch
 from gateway.errors import Conflict, Forbidden, InvalidRequest, Refusal
-from gateway.gate import META_REPLAYED
+from gateway.gate.pipeline import META_REPLAYED
 from gateway.store.base import Refused
 from gateway.store.progress_records import MilestoneSubmission
 from gateway.store.records import ApprovalStatus

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 import anyio
 import pytest
 
-from gateway.backup import backup_sqlite
 from gateway.store import ledger_scan, sqlite_record, sqlite_stats
+from gateway.store.backup import backup_sqlite
 from gateway.store.long_reads import LongReads
 from gateway.store.sqlite_db import Checkpointer
 from tests.harness import LEDGER_KEY, TENANT, WAIT, SQLiteBackend, World, code_of
@@ -195,8 +195,8 @@ async def test_a_backup_taken_while_the_store_serves_does_not_hold_up_a_call(
     tmp_path: Path, world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not isinstance(world.backend, SQLiteBackend):
-        pytest.skip("PostgreSQL is backed up with pg_dump (gateway/backup.py)")
-    from gateway import backup
+        pytest.skip("PostgreSQL is backed up with pg_dump (gateway/store/backup.py)")
+    from gateway.store import backup
 
     run = await world.new_run()
     await world.call(run.token, "t__write", {"text": "backed up"})

@@ -6,7 +6,7 @@ import pytest
 
 from gateway.domain.lifecycle import ActionStatus
 from gateway.domain.operations import idempotency_key
-from gateway.gate import META_ACTION_ID, META_REPLAYED
+from gateway.gate.pipeline import META_ACTION_ID, META_REPLAYED
 from tests.harness import TENANT, World, code_of, op, text_of
 
 pytestmark = pytest.mark.anyio

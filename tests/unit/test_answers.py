@@ -19,7 +19,7 @@ from gateway.domain.answers import (
 )
 from gateway.domain.lifecycle import RunStatus, status_refusal
 from gateway.errors import CALL_CODES
-from gateway.gate import CallResult, replay_structured
+from gateway.gate.pipeline import CallResult, replay_structured
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "refusals.md"
 LIMITS = {"spend": 2000, "tool_calls": 100, "writes": 10, "active_seconds": 7200}

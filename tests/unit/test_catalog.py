@@ -3,7 +3,7 @@ from typing import Any
 import pytest
 
 from gateway.adapters.base import Adapter, CallRequest, Outcome, OutcomeKind, ToolDefinition
-from gateway.catalog import DEFAULT_TIMEOUT, Catalog
+from gateway.catalog.catalog import DEFAULT_TIMEOUT, Catalog
 from gateway.errors import ConfigError
 from gateway.policy.model import ToolPolicy
 

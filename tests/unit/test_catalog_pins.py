@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gateway.adapters.base import Adapter, CallRequest, Outcome, OutcomeKind, ToolDefinition
-from gateway.catalog import Catalog, PinState
+from gateway.catalog.catalog import Catalog, PinState
 from gateway.domain.contract import Contract
 from gateway.errors import ConfigError
 from gateway.policy.engine import authority_refusal

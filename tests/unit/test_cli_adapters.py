@@ -15,7 +15,7 @@ import respx
 import yaml
 
 from gateway.cli import main
-from gateway.cli_adapters import FETCH_TIMEOUT
+from gateway.cli.adapters import FETCH_TIMEOUT
 from tests.unit.test_openapi_import import CRM, assert_valid_http_adapter, suggested_policies
 
 SPEC_URL = "http://api.test/openapi.json"
@@ -41,8 +41,8 @@ def _spec_file(tmp_path: Path, spec: Any = CRM, name: str = "crm.json") -> Path:
 
 
 def _load_adapter(path: Path) -> Any:
-    """gateway.config.load_adapter, once `kind: http` is served (gateway/adapters/http.py)."""
-    pytest.importorskip("gateway.adapters.http", reason="the http adapter is not in this checkout yet")
+    """gateway.config.load_adapter, once `kind: http` is served (gateway/adapters/http/adapter.py)."""
+    pytest.importorskip("gateway.adapters.http.adapter", reason="the http adapter is not in this checkout yet")
     from gateway.config import load_adapter
 
     return load_adapter(path, {"CRM_TOKEN": "t"})
@@ -218,6 +218,6 @@ def test_a_demo_service_round_trips_to_its_operation_ids_with_keyed_writes(
     summary = SUMMARY.match(stderr)
     assert summary is not None
     assert summary.groups() == (name, str(len(reads | writes)), str(len(reads)), str(len(writes)))
-    if importlib.util.find_spec("gateway.adapters.http") is not None:
+    if importlib.util.find_spec("gateway.adapters.http.adapter") is not None:
         loaded = _load_adapter(out)
         assert {d.name for d in loaded.definitions()} == reads | writes

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.cli_events import follow, sse_data
-from gateway.cli_http import ApiFailed
+from gateway.cli.events import follow, sse_data
+from gateway.cli.http import ApiFailed
 
 
 def frame(seq: int, type_: str = "run_paused") -> bytes:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from gateway.canonical import payload_sha256
-from gateway.cli_approvals import describe_approval, hash_matches, previous_of
-from gateway.cli_format import (
+from gateway.cli.approvals import describe_approval, hash_matches, previous_of
+from gateway.cli.format import (
     bar,
     budget_lines,
     event_line,
@@ -21,8 +21,8 @@ from gateway.cli_format import (
     summarize,
     table,
 )
-from gateway.cli_http import ApiFailed
-from gateway.cli_runs import api_path, contract_problems, describe_run, read_contract
+from gateway.cli.http import ApiFailed
+from gateway.cli.runs import api_path, contract_problems, describe_run, read_contract
 
 CONTRACT_YAML = """\
 goal: Collect vendor notes

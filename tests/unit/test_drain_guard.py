@@ -1,4 +1,4 @@
-"""The drain's front (gateway/shutdown.py `DrainGuard`), as ASGI: before a drain everything passes;
+"""The drain's front (gateway/runtime/shutdown.py `DrainGuard`), as ASGI: before a drain everything passes;
 while draining `/healthz` says so, writes outside `/mcp` are refused 503 `draining` with
 Retry-After, and reads and MCP (whose new calls the gate refuses) still pass."""
 
@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gateway.shutdown import RETRY_AFTER_S, Drain, DrainGuard
+from gateway.runtime.shutdown import RETRY_AFTER_S, Drain, DrainGuard
 
 pytestmark = pytest.mark.anyio
 

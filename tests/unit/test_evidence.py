@@ -19,7 +19,7 @@ import respx
 from gateway.config import ArtifactSettings, load_settings
 from gateway.domain.checks import ArtifactRef, CheckResult, SourceRef, milestone_status
 from gateway.errors import ConfigError
-from gateway.evidence import Fetcher, ReadResult, build_fetcher, recheck_artifact, recheck_source, run_checks
+from gateway.tools.evidence import Fetcher, ReadResult, build_fetcher, recheck_artifact, recheck_source, run_checks
 
 pytestmark = pytest.mark.anyio
 

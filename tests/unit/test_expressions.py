@@ -1,6 +1,6 @@
 import pytest
 
-from gateway.policy.expressions import Expression, ExpressionError, compiled
+from gateway.domain.expressions import Expression, ExpressionError, compiled
 
 
 @pytest.mark.parametrize("source", ["", "   ", "args.to.endsWith(", "a b", "args.(", "1 +"])

@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from gateway.catalog import FORMAT_CHECKER, quick_check_of
+from gateway.catalog.catalog import FORMAT_CHECKER, quick_check_of
 from gateway.domain.formats import is_date_time, is_email, is_uri
 
 BYPASSES = [

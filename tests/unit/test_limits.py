@@ -10,7 +10,7 @@ from gateway.adapters.base import Outcome, OutcomeKind
 from gateway.config import load_settings
 from gateway.domain.limits import Rate, parse_rate, parse_size, retry_after_header, step
 from gateway.errors import ConfigError
-from gateway.limits import LimitSettings, cap_result, result_size
+from gateway.gate.limits import LimitSettings, cap_result, result_size
 
 ENV = {"WARRANT_LEDGER_KEY": "k"}
 

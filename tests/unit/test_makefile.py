@@ -54,7 +54,7 @@ def test_make_run_on_a_fresh_clone_installs_only_what_serving_needs(tmp_path: Pa
     assert "-m venv .venv" in plan
     assert RUN_INSTALL in plan
     assert "[dev]" not in plan and "--quiet -e" not in plan
-    assert "gateway.devrun" in plan
+    assert "gateway.cli.devrun" in plan
 
 
 def test_make_test_after_make_run_still_installs_the_dev_extras(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.metrics import OTHER_TOOL, Metrics
+from gateway.observe.metrics import OTHER_TOOL, Metrics
 
 
 def _count(metrics: Metrics, tool: str, outcome: str) -> float:

@@ -1,4 +1,4 @@
-"""The OpenAPI → http adapter import (gateway/openapi_import.py): pure, a document in, a draft out."""
+"""The OpenAPI → http adapter import (gateway/adapters/http/openapi_import.py): pure, a document in, a draft out."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ import pytest
 import yaml
 
 from gateway.adapters.base import Adapter, CallRequest, Outcome, OutcomeKind, ToolDefinition
-from gateway.catalog import ADAPTER_NAME, EXPOSED_NAME, Catalog
-from gateway.cli_adapters import render
-from gateway.openapi_import import (
+from gateway.adapters.http.openapi_import import (
     IDEMPOTENCY_HEADER,
     MAX_EXPOSED,
     TOOL_NAME,
@@ -22,6 +20,8 @@ from gateway.openapi_import import (
     OpenApiError,
     import_openapi,
 )
+from gateway.catalog.catalog import ADAPTER_NAME, EXPOSED_NAME, Catalog
+from gateway.cli.adapters import render
 from gateway.policy.loader import parse_policy
 
 AT = "2026-01-01T00:00:00Z"

@@ -4,7 +4,7 @@ import pytest
 
 from gateway.adapters.base import CallRequest
 from gateway.adapters.python import PythonAdapter
-from gateway.catalog import Catalog, ToolSpec
+from gateway.catalog.catalog import Catalog, ToolSpec
 from gateway.domain.contract import Terms, parse_contract
 from gateway.policy.engine import approval_rule, authority_refusal
 from gateway.policy.model import ToolPolicy

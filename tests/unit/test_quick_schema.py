@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.catalog import quick_check_of
+from gateway.catalog.catalog import quick_check_of
 from gateway.domain.quick_schema import compile_check
 
 DIALECTS = {

@@ -1,5 +1,5 @@
 """Secret redaction in results catches the common encodings of a credential
-(gateway/adapters/http_outcome.py `Redactor`)."""
+(gateway/adapters/http/outcome.py `Redactor`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import urllib.parse
 
 import pytest
 
-from gateway.adapters.http_outcome import REDACTED, Redactor
+from gateway.adapters.http.outcome import REDACTED, Redactor
 
 SECRET = "s3cr3t/T0ken+value=="
 

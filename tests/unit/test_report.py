@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gateway.cli_format import report_text
+from gateway.cli.format import report_text
 from gateway.domain.admission import RunSnapshot
 from gateway.domain.lifecycle import RunStatus
 from gateway.domain.report import (

@@ -10,8 +10,8 @@ import pytest
 from gateway.app import build_catalog
 from gateway.config import load_adapter, load_settings
 from gateway.domain.contract import parse_contract
+from gateway.domain.expressions import compiled
 from gateway.errors import ConfigError
-from gateway.policy.expressions import compiled
 from gateway.policy.loader import load_policies
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,9 +24,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import ProxyTracer, SpanKind
 from opentelemetry.util._once import Once
 
-from gateway import tracing
-from gateway.adapters import mcp_http
 from gateway.adapters.base import OutcomeKind
+from gateway.adapters.mcp import lean_client as mcp_http
+from gateway.observe import tracing
 from tests.api.conftest import CONTRACT, make_app
 from tests.harness import TENANT, WAIT, World, code_of, uvicorn_serving
 
@@ -144,7 +144,7 @@ def configure_in_a_fresh_process(env: dict[str, str], *, hide: str | None = None
         f"if {hide!r}: sys.modules[{hide!r}] = None\n"
         "logging.basicConfig(level=logging.INFO, stream=sys.stderr)\n"
         "from opentelemetry import trace\n"
-        "from gateway import tracing\n"
+        "from gateway.observe import tracing\n"
         f"done = tracing.configure({env!r})\n"
         "print(json.dumps({'installed': done, 'enabled': tracing.enabled(),"
         " 'provider': type(trace.get_tracer_provider()).__name__}))\n"

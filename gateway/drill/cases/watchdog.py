@@ -17,7 +17,7 @@ import httpx
 
 from gateway.drill.case import Findings, Mode, case
 from gateway.drill.world import World
-from gateway.webhooks import verify
+from gateway.runtime.webhooks import verify
 
 # Each alert kind on the run made to raise it: (kind, run label).
 EXPECTED = (

@@ -1,0 +1,1 @@
+"""`kind: mcp` adapters: a downstream MCP server over stdio or streamable HTTP."""

@@ -1,0 +1,979 @@
+"""The gate: one tools/call from the bearer lease token to the settled outcome.
+
+1. authenticate the token; a dead lease or a run that is not live is refused at once
+2. resolve the tool and validate its arguments        3. authority (policy and contract)
+4. operation id (writes): replay, conflict, in progress, unknown
+5. approval for exactly this payload, or a pending one created
+6. admit: ONE store transaction (status, deadline, epoch, lease, budget, approval, intent)
+7. dispatch through the adapter with its timeout      8. settle: outcome, receipt, actual cost
+
+The gate speaks in `CallResult`s, not MCP types: the MCP front turns them into tool results.
+A refused call never reaches an adapter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from gateway import failpoints
+from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
+from gateway.canonical import canonical_json, sha256_hex
+from gateway.catalog.catalog import Catalog, ToolSpec
+from gateway.clock import Clock, isoformat
+from gateway.domain.admission import CallFacts, dead_refusal, lease_refusal
+from gateway.domain.answers import CHECK_BACK_S, WAITING_CODES, approval_wait
+from gateway.domain.approvals import Requirement
+from gateway.domain.contract import ApprovalRule, Contract, Terms
+from gateway.domain.lease_rules import LeaseWrite, lease_rule, lease_write, renewal_due
+from gateway.domain.leases import looks_like_token, token_hash
+from gateway.domain.lifecycle import ActionStatus
+from gateway.domain.operations import (
+    OPERATION_ID_META,
+    derive_operation_id,
+    idempotency_key,
+    repeat_operation_id,
+    valid_client_operation_id,
+)
+from gateway.domain.units import format_money, parse_duration
+from gateway.errors import Refusal, Unauthenticated, WarrantError
+from gateway.gate.limits import LimitSettings, cap_result, withheld_text
+from gateway.ids import new_id
+from gateway.observe import tracing
+from gateway.observe.metrics import Metrics
+from gateway.policy.engine import approval_rule, authority_refusal
+from gateway.store.base import Admitted, Held, Refused, Stale, Store
+from gateway.store.records import (
+    ActionRecord,
+    ApprovalRecord,
+    ApprovalRequest,
+    ApprovalStatus,
+    Intent,
+    RunRecord,
+    SettleKind,
+    Settlement,
+    TokenInfo,
+)
+from gateway.text import escape_nul
+
+if TYPE_CHECKING:
+    from gateway.tools.progress import Progress
+
+log = logging.getLogger("warrant.gate")
+
+META_ACTION_ID = "warrant/action_id"
+META_REPLAYED = "warrant/replayed"
+META_BUDGET = "warrant/budget_remaining"
+META_RESULT_PURGED = "warrant/result_purged"  # a replay whose recorded result was purged (retention)
+META_RECEIPT = "warrant/receipt"  # ... and the receipt it answers with instead
+# Every refused or failed call's code, also on a waiting answer that is not an error result (isError
+# false: approval_required, run_waiting), so a harness tells "not executed" from a success by `_meta`.
+META_CODE = "warrant/code"
+# How long a run's hard cancel is remembered for calls admitted just before it (seconds): far
+# longer than the moment between an admit's commit and its dispatch.
+CANCELLED_HARD_KEPT_S = 600.0
+ABORTED_BY_CANCEL = "the call was aborted by a hard cancel"
+
+
+@dataclass(frozen=True)
+class CallResult:
+    content: list[dict[str, Any]]
+    structured: dict[str, Any] | None = None
+    is_error: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+    code: str | None = None  # the refusal or failure code when is_error
+
+    @classmethod
+    def refused(cls, error: WarrantError, action_id: str | None = None) -> CallResult:
+        meta: dict[str, Any] = {META_ACTION_ID: action_id} if action_id else {}
+        meta[META_CODE] = error.code
+        return cls(
+            content=[{"type": "text", "text": f"[{error.code}] {error.answer}"}],
+            structured={"error": error.to_dict()},
+            is_error=True,
+            meta=meta,
+            code=error.code,
+        )
+
+
+class Gate:
+    def __init__(self, store: Store, catalog: Catalog, clock: Clock) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.clock = clock
+        self._terms: dict[tuple[str, str], Terms] = {}
+        self._tokens: dict[str, TokenInfo] = {}
+        self._holds: dict[str, asyncio.Future[TokenInfo | None]] = {}  # lease renewals under way, by token
+        self._in_flight: dict[str, set[asyncio.Task[Any]]] = defaultdict(set)
+        # Dispatches being aborted (by a hard cancel, or at shutdown), each with the reason recorded.
+        self._aborting: dict[asyncio.Task[Any], str] = {}
+        # Runs a hard cancel was heard for (monotonic time): a call admitted just before the cancel
+        # committed, whose dispatch was not yet in flight when the abort came, is not sent either.
+        self._cancelled_hard: dict[str, float] = {}
+        self.metrics = Metrics(known_tool=lambda name: catalog.get(name) is not None)
+        # Shutdown (gateway/runtime/shutdown.py): while set, calls are refused before their admit with this
+        # refusal; `_admitting` counts admits under way, whose dispatch the drain must wait for too.
+        self.refusing: Refusal | None = None
+        self._admitting = 0
+        self._stopped: str | None = None  # the reason every dispatch not yet begun is aborted with
+        self.progress: Progress | None = None  # the progress tools, set by the app (gateway/tools/progress.py)
+        self.limits = LimitSettings()  # `limits:` in warrant.yaml, set by the app (gateway/gate/limits.py)
+        # retention.idempotency (docs/retention.md), seconds: a settled write's operation id replays for
+        # this long, then is refused `idempotency_expired`. None: it replays for as long as the record.
+        self.idempotency_for: float | None = None
+
+    # -- step 1 ------------------------------------------------------------------------------
+    async def authenticate(self, token: str | None) -> TokenInfo:
+        """Raises: Unauthenticated for a missing or unknown token (HTTP 401 at the front)."""
+        if not token or not looks_like_token(token):
+            raise Unauthenticated("a lease token is required: Authorization: Bearer <lease token>")
+        info = await self.store.authenticate(token_hash(token))
+        if info is None:
+            raise Unauthenticated("unknown lease token")
+        return await self._hold(info)
+
+    async def _identify(self, token: str | None) -> TokenInfo:
+        """Step 1's identity, from a cache: a token's run, epoch and worker never change.
+
+        The run record inside may be stale; the admit transaction re-reads everything it decides on,
+        and refusals re-read it before they answer (`_reject`).
+        """
+        if not token or not looks_like_token(token):
+            raise Unauthenticated("a lease token is required: Authorization: Bearer <lease token>")
+        digest = token_hash(token)
+        info = self._tokens.get(digest)
+        if info is None:
+            info = await self.store.authenticate(digest)
+            if info is None:
+                raise Unauthenticated("unknown lease token")
+            self._remember(info)
+        return await self._hold(info)
+
+    async def _hold(self, info: TokenInfo) -> TokenInfo:
+        """Every authenticated request of the current holder renews its lease, and re-establishes one
+        that lapsed (gateway/domain/lease_rules.py). Decided here from what this process last read of
+        the run, so most requests write nothing (a renewal is due once a tenth of the TTL has passed);
+        the store decides again in its transaction."""
+        run = info.run
+        now = self.clock.now()
+        if not renewal_due(run, now, run.lease_ttl):  # the common case, without building a snapshot
+            return info
+        if lease_write(run.snapshot(), info.epoch, now, run.lease_ttl) is LeaseWrite.NOTHING:
+            return info
+        # Requests of one token that find a renewal due at once share one transaction: on PostgreSQL
+        # several on the same run row would conflict and be retried.
+        pending = self._holds.get(info.token_hash)
+        if pending is None:
+            pending = asyncio.ensure_future(self.store.hold_lease(info.token_hash))
+            self._holds[info.token_hash] = pending
+            pending.add_done_callback(lambda _: self._holds.pop(info.token_hash, None))
+        held = await asyncio.shield(pending)
+        assert held is not None, "lease tokens are never deleted"
+        self._remember(held)
+        return held
+
+    def _remember(self, info: TokenInfo) -> None:
+        if len(self._tokens) >= 10_000:
+            self._tokens.pop(next(iter(self._tokens)))
+        self._tokens[info.token_hash] = info
+
+    async def _fresh(self, info: TokenInfo) -> TokenInfo:
+        fresh = await self.store.authenticate(info.token_hash)
+        assert fresh is not None, "lease tokens are never deleted"
+        self._remember(fresh)
+        if failpoints.sabotaged("fencing"):  # the drill's negative control: on every path of the call
+            return TokenInfo(fresh.run, fresh.run.epoch, fresh.worker, fresh.granted_by, fresh.token_hash)
+        return fresh
+
+    def terms_of(self, run: RunRecord) -> Terms:
+        key = (run.run_id, run.spec_version)
+        terms = self._terms.get(key)
+        if terms is None:
+            if len(self._terms) > 4096:
+                self._terms.clear()
+            terms = Contract.model_validate(run.contract).terms()
+            self._terms[key] = terms
+        return terms
+
+    async def _live(self, info: TokenInfo, tool: str, digest: str, size: int | None) -> CallResult | None:
+        refusal = lease_refusal(info.run.snapshot(), info.epoch, self.clock.now())
+        if refusal is None:
+            return None
+        return await self._recorded(info, tool, digest, refusal, size)
+
+    # -- the call ----------------------------------------------------------------------------
+    async def call(
+        self, token: str | None, tool: str, arguments: Any, meta: Mapping[str, Any] | None = None
+    ) -> CallResult:
+        """One tools/call. Refusals and failures come back as error results, never as exceptions.
+
+        Raises:
+            Unauthenticated: missing or unknown token (the only case answered without a result).
+        """
+        if not tracing.enabled():  # no span to open: skip even the context manager (the hot path)
+            return self._counted(tool, await self._answered(token, tool, arguments, meta))
+        with tracing.decision(tool) as span:
+            result = await self._answered(token, tool, arguments, meta)
+            tracing.decided(span, result.meta.get(META_ACTION_ID), result.code)
+            return self._counted(tool, result)
+
+    async def _answered(
+        self, token: str | None, tool: str, arguments: Any, meta: Mapping[str, Any] | None
+    ) -> CallResult:
+        try:
+            result = await self._call_entry(token, tool, arguments, meta)
+        except Refusal as refusal:  # one the store would not record (limits.refusals): answered all the same
+            result = CallResult.refused(refusal)
+        return self._waiting_answer(tool, result)
+
+    def _waiting_answer(self, tool: str, result: CallResult) -> CallResult:
+        """A call that waits on a person (WAITING_CODES) is answered as a non-error result, unless its
+        tool declares an output schema (a client validates a non-error result against it): the text
+        and `structuredContent.error` say "not executed" and how to wait, and a framework that turns
+        error results into retries (pydantic-ai: two per tool and the run is over) spends none on
+        waiting. docs/decisions.md, "Answers a model can act on"."""
+        if not result.is_error or result.code not in WAITING_CODES:
+            return result
+        spec = self.catalog.get(tool)
+        if spec is not None and spec.definition.output_schema is not None:
+            return result
+        return replace(result, is_error=False)
+
+    def _counted(self, tool: str, result: CallResult) -> CallResult:
+        if META_BUDGET not in result.meta:  # not dispatched: a dispatched call counts as it settles
+            outcome = "replayed" if result.meta.get(META_REPLAYED) else "refused"
+            self.metrics.observe_call(tool, outcome, result.code)
+        return result
+
+    async def _call_entry(
+        self, token: str | None, tool: str, arguments: Any, meta: Mapping[str, Any] | None
+    ) -> CallResult:
+        info = await self._identify(token)
+        tool = escape_nul(tool)  # no tool is named so; recorded readably on either store (gateway/text.py)
+        if failpoints.sabotaged("fencing"):  # the drill's negative control: any epoch passes as current
+            info = await self._fresh(info)
+        tracing.tag_run(info.run.run_id, info.run.tenant)
+        try:
+            body = canonical_json(arguments)
+        except ValueError:
+            refusal = Refusal("invalid_arguments", "the arguments are not representable as canonical JSON")
+            return await self._reject(info, tool, "0" * 64, refusal, None)
+        digest, size = sha256_hex(body), len(body)  # a refusal records both, never the arguments
+        operation_id = (meta or {}).get(OPERATION_ID_META)
+        if operation_id is not None and not valid_client_operation_id(operation_id):
+            refusal = Refusal(
+                "invalid_arguments", f"_meta[{OPERATION_ID_META!r}] must be 1-200 characters of [A-Za-z0-9._:/@+=-]"
+            )
+            return await self._reject(info, tool, digest, refusal, size)
+        return await self._call(info, tool, arguments, digest, operation_id, size=size)
+
+    async def _spec(self, tool: str) -> ToolSpec | None:
+        """Gate step 2: the catalog's entry. A definition that does not match its pin is checked
+        against the store's pins once more: another replica may have accepted it."""
+        spec = self.catalog.get(tool)
+        if spec is not None and not spec.pin_state.callable and self.catalog.pins is not None:
+            if await self.catalog.pins.refresh():
+                spec = self.catalog.get(tool)
+        return spec
+
+    async def _reject(self, info: TokenInfo, tool: str, digest: str, refusal: Refusal, size: int | None) -> CallResult:
+        """Record and answer a refusal; a dead lease or run is named first, whatever else was wrong.
+        `size`: the arguments' canonical JSON in bytes, recorded beside their hash (None: unknown)."""
+        info = await self._fresh(info)
+        refusal = lease_refusal(info.run.snapshot(), info.epoch, self.clock.now()) or refusal
+        return await self._recorded(info, tool, digest, refusal, size)
+
+    async def _recorded(
+        self, info: TokenInfo, tool: str, digest: str, refusal: Refusal, size: int | None
+    ) -> CallResult:
+        action_id = await self.store.record_rejection(
+            info.run.run_id,
+            tool=tool,
+            payload_sha256=digest,
+            refusal=refusal,
+            epoch=info.epoch,
+            worker=info.worker,
+            payload_bytes=size,
+        )
+        return CallResult.refused(refusal, action_id)
+
+    async def _call(
+        self,
+        info: TokenInfo,
+        tool: str,
+        arguments: Any,
+        digest: str,
+        client_operation_id: str | None,
+        repeat_of: str | None = None,
+        *,
+        size: int,
+        stale_retry: bool = False,
+    ) -> CallResult:
+        if self.refusing is not None:  # draining: no approval requested, nothing admitted
+            return await self._reject(info, tool, digest, self.refusing, size)
+        run = info.run
+        terms = self.terms_of(run)
+        spec = await self._spec(tool)
+        refusal = authority_refusal(tool, spec, terms, arguments)
+        if refusal is not None or spec is None:
+            assert refusal is not None
+            return await self._reject(info, tool, digest, refusal, size)
+
+        operation_id: str | None = None
+        if spec.is_write:
+            operation_id = client_operation_id or derive_operation_id(run.lineage_id, tool, digest)
+            if failpoints.sabotaged("idempotency"):  # the drill's negative control: every call is new
+                operation_id = new_id("sab")
+        limits = self.limits.for_call(run.tenant, run.run_id)
+        facts = CallFacts(epoch=info.epoch, is_write=spec.is_write, reservation=spec.reservation(), limits=limits)
+        approval_id: str | None = None
+        rule = None if failpoints.sabotaged("approval") else approval_rule(tool, spec, terms, arguments)
+        if rule is not None:
+            # The approval path reads the run first: a dead lease is refused before any replay,
+            # and no approval is requested for a call the run could not admit anyway.
+            info = await self._fresh(info)
+            dead = await self._live(info, tool, digest, size)
+            if dead is not None:
+                return dead
+            if operation_id is not None:
+                holder = await self.store.find_operation(run.lineage_id, operation_id, kept_for=self.idempotency_for)
+                if holder is not None:
+                    return await self._held(info, holder, tool, digest, size)
+            decided = await self._approval(info, spec, arguments, digest, rule, facts, size=size)
+            if isinstance(decided, CallResult):
+                return decided
+            approval_id = decided
+            facts = replace(facts, approved=True)
+
+        intent = Intent(
+            run_id=run.run_id,
+            tool=tool,
+            effect="write" if spec.is_write else "read",
+            payload=arguments,
+            payload_sha256=digest,
+            payload_bytes=size,
+            operation_id=operation_id,
+            idempotency_key=(
+                idempotency_key(run.tenant, run.lineage_id, operation_id)
+                if operation_id and not failpoints.sabotaged("idempotency")
+                else None
+            ),
+            epoch=info.epoch,
+            worker=info.worker,
+            process_id=self.store.process_id,
+            reservation=facts.reservation,
+            approval_id=approval_id,
+            repeat_of=repeat_of,
+            spec_version=run.spec_version,
+            operation_kept_for=self.idempotency_for if operation_id else None,
+        )
+        if self.refusing is not None:  # the drain began while this call was deciding
+            return await self._reject(info, tool, digest, self.refusing, size)
+        self._admitting += 1
+        try:
+            admitted = await self.metrics.timed(self.store.admit(intent, facts))
+        finally:
+            self._admitting -= 1  # an Admitted's task is in flight before the next await
+        if isinstance(admitted, Stale):
+            if stale_retry:
+                raise RuntimeError("the run's contract changed twice during one call")
+            fresh = await self._fresh(info)
+            return await self._call(
+                fresh, tool, arguments, digest, client_operation_id, repeat_of, size=size, stale_retry=True
+            )
+        if isinstance(admitted, Refused):
+            refusal = admitted.refusal
+            if refusal.code == "run_waiting":
+                refusal = await self._waiting_refusal(info, tool, refusal)
+            return CallResult.refused(refusal, admitted.action_id)
+        if isinstance(admitted, Held):
+            return await self._held(info, admitted, tool, digest, size)
+        return await self._dispatch_and_settle(spec, admitted, arguments)
+
+    async def _waiting_refusal(self, info: TokenInfo, tool: str, refusal: Refusal) -> Refusal:
+        """`run_waiting`, naming the approvals the run waits on and when to check back."""
+        run = info.run
+        pending = await self.store.list_approvals(run.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
+        now = self.clock.now()
+        ids = [f"{a.approval_id} ({a.tool}, decided by {isoformat(a.decide_by)})" for a in pending.items[:5]]
+        on = f"approval {', '.join(ids)}" if ids else "an approval"
+        check_after = isoformat(now + CHECK_BACK_S)
+        return Refusal(
+            "run_waiting",
+            f"not executed: {tool} is a write and the run is waiting on {on}; while it waits only reads, the "
+            f"warrant_* tools and the approved write are admitted; check with warrant_status after {check_after} "
+            f"({CHECK_BACK_S} s) and call {tool} again once the run's status is running",
+            status="waiting",
+            pending_approvals=[a.approval_id for a in pending.items],
+            check_after=check_after,
+            retry_after_s=CHECK_BACK_S,
+        )
+
+    async def _held(self, info: TokenInfo, held: Held, tool: str, digest: str, size: int) -> CallResult:
+        """Gate step 4: the operation id is already taken in this lineage."""
+        holder = held.action
+        if holder.payload_sha256 != digest or holder.tool != tool:
+            refusal = Refusal(
+                "idempotency_conflict",
+                f"not executed: operation {holder.operation_id} was already used for another payload (action "
+                f"{holder.action_id}); one operation id names one payload: send this one under a fresh "
+                f"_meta[{OPERATION_ID_META!r}]",
+                action_id=holder.action_id,
+            )
+            return await self._reject(info, tool, digest, refusal, size)
+        if held.expired:
+            refusal = Refusal(
+                "idempotency_expired",
+                f"operation {holder.operation_id} was first recorded at {isoformat(holder.created_at)} (action "
+                f"{holder.action_id}), longer ago than the gateway keeps operation ids; it is neither replayed nor "
+                "executed again: send a fresh operation id, or warrant_repeat(action_id, reason)",
+                action_id=holder.action_id,
+                recorded_at=isoformat(holder.created_at),
+            )
+            return await self._reject(info, tool, digest, refusal, size)
+        if holder.status in (ActionStatus.SUCCEEDED, ActionStatus.COMPENSATED):
+            return await self._replay(holder)
+        if holder.status is ActionStatus.ADMITTED:
+            refusal = Refusal(
+                "operation_in_progress",
+                f"not executed again: the same operation is still in flight as action {holder.action_id}; its "
+                "outcome will be recorded once: call again with the same arguments in a few seconds to get its result",
+                action_id=holder.action_id,
+                retry_after_s=2,
+            )
+        else:
+            refusal = Refusal(
+                "outcome_unknown",
+                f"not executed again: action {holder.action_id} of the same operation may have happened (its outcome "
+                "is unknown); do not retry it: an operator or the adapter's lookup reconciles it, after which this "
+                "call replays its result or may be made again (warrant_status shows the run)",
+                action_id=holder.action_id,
+            )
+        return await self._reject(info, tool, digest, refusal, size)
+
+    async def _replay(self, holder: ActionRecord) -> CallResult:
+        stored = await self.store.get_blob(holder.result_sha256) if holder.result_sha256 else None
+        text = (
+            f"not executed again: identical to action {holder.action_id}, which already succeeded; this is its "
+            "recorded result (to make the same write twice on purpose, call warrant_repeat with that action_id "
+            "and a reason)"
+        )
+        meta: dict[str, Any] = {META_ACTION_ID: holder.action_id, META_REPLAYED: True}
+        if holder.result_sha256 and stored is None:
+            # Purged under retention (docs/retention.md): the write happened once; its receipt is all
+            # that is left of its answer.
+            text += "; its result was purged under the retention policy, only its receipt is kept"
+            meta[META_RESULT_PURGED] = True
+            meta[META_RECEIPT] = holder.receipt
+        stored = stored if isinstance(stored, dict) else {}
+        note = {"type": "text", "text": text}
+        content, structured = stored.get("content", []), stored.get("structured")
+        spec = self.catalog.get(holder.tool)
+        if spec is None or spec.definition.output_schema is None:
+            # No schema holds the client to the tool's own shape: the replay says so where models
+            # read (pydantic-ai and Claude Code hand the model structuredContent alone).
+            structured = replay_structured(holder.action_id, text, structured, content)
+        # else: structuredContent stays exactly the tool's, valid against its output schema; the replay
+        # is told by the text and `_meta` (warrant/replayed, warrant/action_id).
+        return CallResult(content=[note, *content], structured=structured, meta=meta)
+
+    # -- step 5 ------------------------------------------------------------------------------
+    async def _approval(
+        self,
+        info: TokenInfo,
+        spec: ToolSpec,
+        arguments: Any,
+        digest: str,
+        rule: ApprovalRule,
+        facts: CallFacts,
+        evidence: Any = None,
+        rationale: str | None = None,
+        *,
+        size: int,
+    ) -> str | CallResult:
+        """The approval id to consume, or the result that answers the call now."""
+        now = self.clock.now()
+        run = info.run
+        required = Requirement.of(rule)
+        matching = [
+            a
+            for a in await self.store.approvals_for(run.run_id, spec.name, digest)
+            if a.spec_version == run.spec_version
+            and a.tool_def_sha256 == spec.definition_sha256
+            # One asked under a looser rule (the policy tightened since) is neither used nor waited on;
+            # a denial stands whatever rule it was asked under.
+            and (a.status is ApprovalStatus.DENIED or required.met_by(a.requirement))
+        ]
+        for approval in matching:
+            if approval.status is ApprovalStatus.APPROVED and (approval.valid_until or 0) > now:
+                return approval.approval_id
+        for approval in matching:
+            if approval.status is ApprovalStatus.PENDING and approval.decide_by > now:
+                return _approval_required(approval, now)
+        latest = matching[0] if matching else None
+        if latest is not None and latest.status is ApprovalStatus.DENIED:
+            refusal = Refusal(
+                "approval_denied",
+                f"not executed: a person denied this exact payload (approval {latest.approval_id}"
+                + (f", note: {latest.note[:200]}" if latest.note else "")
+                + "); it stays refused: change the arguments, or ask again with warrant_propose giving evidence "
+                "and a rationale",
+                approval_id=latest.approval_id,
+                note=latest.note,
+            )
+            return await self._reject(info, spec.name, digest, refusal, size)
+        lapsed = latest is not None and latest.status in (
+            ApprovalStatus.EXPIRED,
+            ApprovalStatus.APPROVED,
+            ApprovalStatus.PENDING,
+        )
+        request = ApprovalRequest(
+            run_id=run.run_id,
+            tool=spec.name,
+            payload=arguments,
+            payload_sha256=digest,
+            payload_bytes=size,
+            spec_version=run.spec_version,
+            tool_def_sha256=spec.definition_sha256,
+            role=rule.role,
+            decide_within=parse_duration(rule.decide_within),
+            valid_for=parse_duration(rule.valid_for),
+            on_expiry=rule.on_expiry,
+            requested_by=info.granted_by,
+            worker=info.worker,
+            evidence=evidence,
+            rationale=rationale,
+        )
+        pending = await self.store.request_approval(request, facts)
+        if isinstance(pending, Refused):
+            refused = pending.refusal
+            if refused.code == "run_waiting":
+                refused = await self._waiting_refusal(info, spec.name, refused)
+            return CallResult.refused(refused, pending.action_id)
+        if lapsed and latest is not None:
+            fresh = pending.approval
+            check_after = isoformat(min(now + CHECK_BACK_S, fresh.decide_by))
+            refusal = Refusal(
+                "approval_expired",
+                f"not executed: approval {latest.approval_id} for this exact payload lapsed before it was used; "
+                f"a fresh approval {fresh.approval_id} is pending; "
+                + approval_wait(spec.name, fresh.approval_id, isoformat(fresh.decide_by), check_after),
+                approval_id=fresh.approval_id,
+                expired_approval_id=latest.approval_id,
+                payload_sha256=digest,
+                expires_at=isoformat(fresh.decide_by),
+                check_after=check_after,
+                retry_after_s=CHECK_BACK_S,
+            )
+            return CallResult.refused(refusal)
+        return _approval_required(pending.approval, now, pending.replaced)
+
+    # -- steps 7 and 8 -----------------------------------------------------------------------
+    async def _dispatch_and_settle(self, spec: ToolSpec, admitted: Admitted, arguments: Any) -> CallResult:
+        action = admitted.action
+        # The dispatch runs in its own task: a client that goes away does not cancel a write in
+        # flight (its outcome must be recorded); only a hard cancel of the run does.
+        failpoints.hit("after_admit", spec.name)
+        started: list[bool] = []
+        task = asyncio.create_task(self._dispatch(spec, admitted, arguments, started))
+        in_flight = self._in_flight[action.run_id]
+        in_flight.add(task)
+        task.add_done_callback(lambda t: self._forget(action.run_id, t))
+        stopped = self._stopped or (ABORTED_BY_CANCEL if action.run_id in self._cancelled_hard else None)
+        if stopped is not None:
+            # The hard cancel (or the shutdown) came after this call's admit, and its abort came
+            # before the dispatch was in flight: abort it now, before it starts.
+            self._aborting[task] = stopped
+            task.cancel()
+        try:
+            if spec.is_write:
+                return await asyncio.shield(task)
+            return await task
+        except asyncio.CancelledError:
+            if not (task.cancelled() and not started and task in self._aborting):
+                raise
+            reason = self._aborting.pop(task, ABORTED_BY_CANCEL)
+        # Aborted (a hard cancel, the shutdown) before the dispatch began: nothing was sent.
+        outcome = Outcome(OutcomeKind.NOT_SENT, code="upstream_unavailable", message=f"{reason} before it was sent")
+        return await self._settle(spec, admitted, outcome)
+
+    def _forget(self, run_id: str, task: asyncio.Task[Any]) -> None:
+        tasks = self._in_flight.get(run_id)
+        if tasks is not None:
+            tasks.discard(task)
+            if not tasks:
+                del self._in_flight[run_id]
+
+    async def _dispatch(self, spec: ToolSpec, admitted: Admitted, arguments: Any, started: list[bool]) -> CallResult:
+        started.append(True)
+        action = admitted.action
+        request = CallRequest(
+            tool=spec.tool,
+            arguments=arguments,
+            run_id=action.run_id,
+            action_id=action.action_id,
+            idempotency_key=action.idempotency_key,
+            timeout=spec.timeout,
+            write=spec.is_write,
+        )
+        try:
+            call = spec.adapter.call(request)
+            if tracing.enabled():
+                call = tracing.downstream(spec.name, spec.adapter.name, action, call)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for runs the call in a task of its own.
+            async with asyncio.timeout(spec.timeout):
+                answered = await call
+            outcome = cap_result(answered, self.limits.max_tool_result)
+        except TimeoutError:
+            outcome = _uncertain(spec, "upstream_unavailable", f"no answer within {spec.timeout:g} s")
+        except asyncio.CancelledError:
+            # A hard cancel of the run (or shutdown): the request may have left.
+            task = asyncio.current_task()
+            reason = self._aborting.get(task, ABORTED_BY_CANCEL) if task is not None else ABORTED_BY_CANCEL
+            outcome = _uncertain(spec, "upstream_unavailable", reason)
+            result = await self._settle(spec, admitted, outcome)
+            if task is not None and task in self._aborting:
+                # Our own abort, not the caller going away: the caller, still waiting, gets the
+                # outcome as recorded instead of a CancelledError it never asked for.
+                task.uncancel()
+                return result
+            raise
+        except Exception:
+            log.exception("adapter %s raised on %s", spec.adapter.name, spec.name)
+            outcome = _uncertain(spec, "upstream_failed", "the adapter failed unexpectedly")
+        failpoints.hit("after_dispatch", spec.name)
+        return await self._settle(spec, admitted, outcome)
+
+    async def _settle(self, spec: ToolSpec, admitted: Admitted, outcome: Outcome) -> CallResult:
+        action = admitted.action
+        settlement = _settlement(spec, outcome, admitted.currency)
+        failpoints.hit("before_settle", spec.name)
+        self.metrics.observe_call(spec.name, outcome.kind.value)
+        if spec.is_write:
+            settled = await self.store.settle(action.action_id, settlement, admitted=action)
+            assert settled.run is not None
+            remaining = budget_remaining(settled.run, self.clock.now())
+        else:
+            # A read's outcome replays nothing: answer now, commit with the store's next batch.
+            self.store.settle_soon(action.action_id, settlement, admitted=action)
+            remaining = _wire(admitted.remaining, admitted.currency)
+        meta: dict[str, Any] = {META_ACTION_ID: action.action_id, META_REPLAYED: False, META_BUDGET: remaining}
+        if outcome.kind is OutcomeKind.SUCCEEDED and outcome.withheld is None:
+            return CallResult(content=outcome.content, structured=outcome.structured, meta=meta)
+        if outcome.kind is OutcomeKind.SUCCEEDED:
+            error = Refusal(
+                "payload_too_large",
+                withheld_text(outcome.withheld or 0, self.limits.max_tool_result, write=spec.is_write),
+                action_id=action.action_id,
+                sent=True,
+                performed=spec.is_write,
+                result_bytes=outcome.withheld,
+                max_bytes=self.limits.max_tool_result,
+            )
+        elif outcome.kind is OutcomeKind.UNKNOWN:
+            error = Refusal(
+                "outcome_unknown",
+                f"the outcome of action {action.action_id} could not be established ({outcome.message}); "
+                "it is recorded as unknown and will be reconciled, never retried blindly",
+                action_id=action.action_id,
+            )
+        else:
+            code = outcome.code or "upstream_failed"
+            error = Refusal(
+                code if code in _FAILURE_CODES else "upstream_failed",
+                outcome.message or "the tool reported a failure",
+                action_id=action.action_id,
+                sent=outcome.kind is not OutcomeKind.NOT_SENT,
+            )
+        result = CallResult.refused(error, action.action_id)
+        return CallResult(result.content, result.structured, True, {**meta, **result.meta}, result.code)
+
+    async def abort_run(self, run_id: str) -> int:
+        """Hard cancel: abort this run's calls in flight; they settle as `unknown`.
+
+        Aborting a run twice is one abort: a hard cancel is heard here from the operator's request
+        and again from the store's notice (gateway/runtime/cancel_relay.py); a second `cancel()` of a task
+        already aborting would interrupt the settle that records its outcome."""
+        now = time.monotonic()
+        self._cancelled_hard[run_id] = now
+        for seen, at in list(self._cancelled_hard.items()):
+            if now - at > CANCELLED_HARD_KEPT_S:
+                del self._cancelled_hard[seen]
+        return await self._abort(list(self._in_flight.get(run_id, ())), ABORTED_BY_CANCEL)
+
+    async def abort_all(self, reason: str) -> int:
+        """Shutdown: abort every call in flight (writes settle `unknown`, reads failed, with `reason`),
+        and every dispatch admitted from now on before it is sent. Returns how many were in flight."""
+        self._stopped = reason
+        return await self._abort([task for tasks in self._in_flight.values() for task in tasks], reason)
+
+    async def _abort(self, tasks: list[asyncio.Task[Any]], reason: str) -> int:
+        mine = [task for task in tasks if task not in self._aborting]
+        for task in mine:
+            self._aborting[task] = reason
+            task.cancel()
+        try:
+            # gather with return_exceptions: the tasks' own cancellations are results here, while a
+            # cancellation of the caller of abort_run still reaches it.
+            await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            for task in mine:
+                self._aborting.pop(task, None)
+        return len(tasks)
+
+    def busy(self) -> bool:
+        """Whether any call is admitting, dispatching or settling in this process."""
+        return self._admitting > 0 or any(self._in_flight.values())
+
+    def in_flight_runs(self) -> list[str]:
+        """The runs this process has calls in flight for (dispatching or settling)."""
+        return [run_id for run_id, tasks in self._in_flight.items() if tasks]
+
+    # -- gateway tools -----------------------------------------------------------------------
+    async def repeat(self, token: str | None, action_id: str, reason: str) -> CallResult:
+        """`warrant_repeat`: a deliberate repeat of a succeeded write, under a fresh operation id."""
+        info = await self.authenticate(token)
+        reason = escape_nul(reason)
+        dead = await self._live(info, "warrant_repeat", "0" * 64, None)
+        if dead is not None:
+            return dead
+        if not reason or not reason.strip():
+            return CallResult.refused(Refusal("invalid_arguments", "a repeat needs a reason"))
+        try:
+            original = await self.store.get_action(info.run.tenant, action_id)
+        except WarrantError:
+            original = None
+        if original is None or original.lineage_id != info.run.lineage_id or original.effect != "write":
+            return CallResult.refused(Refusal("invalid_arguments", f"no write {action_id} in this run's lineage"))
+        if original.status is not ActionStatus.SUCCEEDED:
+            code = "outcome_unknown" if original.status is ActionStatus.UNKNOWN else "invalid_arguments"
+            return CallResult.refused(
+                Refusal(
+                    code,
+                    f"only a succeeded write can be repeated; {action_id} is {original.status.value}",
+                    action_id=action_id,
+                )
+            )
+        arguments = await self.store.get_blob(original.payload_sha256)
+        if arguments is None:
+            return CallResult.refused(Refusal("invalid_arguments", f"the payload of {action_id} was purged"))
+        operation_id = repeat_operation_id(info.run.lineage_id, action_id, reason)
+        size = len(canonical_json(arguments))  # the stored body is canonical JSON already: it encodes
+        return await self._call(
+            info, original.tool, arguments, original.payload_sha256, operation_id, repeat_of=action_id, size=size
+        )
+
+    async def propose(
+        self, token: str | None, tool: str, arguments: Any, evidence: Any = None, rationale: str | None = None
+    ) -> CallResult:
+        """`warrant_propose`: ask for approval of a payload, with evidence and rationale, without calling it.
+
+        Answers with the approval's state; calling the tool later with the same arguments consumes it.
+        """
+        info = await self.authenticate(token)
+        tool, rationale = escape_nul(tool), None if rationale is None else escape_nul(rationale)
+        try:
+            body = canonical_json(arguments)
+        except ValueError:
+            return CallResult.refused(Refusal("invalid_arguments", "the arguments are not canonical JSON"))
+        digest, size = sha256_hex(body), len(body)
+        dead = await self._live(info, tool, digest, size)
+        if dead is not None:
+            return dead
+        terms = self.terms_of(info.run)
+        spec = await self._spec(tool)
+        refusal = authority_refusal(tool, spec, terms, arguments)
+        if refusal is not None or spec is None:
+            assert refusal is not None
+            return await self._reject(info, tool, digest, refusal, size)
+        rule = approval_rule(tool, spec, terms, arguments)
+        if rule is None:
+            text = f"{tool} needs no approval for these arguments under this run's contract; call it directly"
+            return CallResult([{"type": "text", "text": text}], {"approval": None, "payload_sha256": digest})
+        facts = CallFacts(epoch=info.epoch, is_write=spec.is_write, reservation=spec.reservation())
+        decided = await self._approval(info, spec, arguments, digest, rule, facts, evidence, rationale, size=size)
+        if isinstance(decided, str):
+            text = f"approval {decided} already covers this exact payload; call {tool} with the same arguments"
+            return CallResult(
+                [{"type": "text", "text": text}],
+                {"approval": {"approval_id": decided, "status": "approved"}, "payload_sha256": digest},
+            )
+        if decided.code in ("approval_required", "approval_expired") and decided.structured is not None:
+            error = decided.structured["error"]
+            text = (
+                f"approval {error['approval_id']} is pending for this exact payload; "
+                f"call {tool} with the same arguments once it is approved"
+            )
+            approval = {"approval_id": error["approval_id"], "status": "pending", "expires_at": error["expires_at"]}
+            return CallResult([{"type": "text", "text": text}], {"approval": approval, "payload_sha256": digest})
+        return decided
+
+    async def refuse_dead(self, token: str | None, tool: str) -> CallResult | None:
+        """A dead token's refusal, recorded, or None while the token may read its run.
+
+        Asked before a gateway tool reads anything of the run, and again after: a takeover that
+        commits while the run is being read leaves the old token with its refusal only.
+        Raises: Unauthenticated for a missing or unknown token."""
+        info = await self.authenticate(token)
+        refusal = dead_refusal(info.run.snapshot(), info.epoch, self.clock.now())
+        if refusal is None:
+            return None
+        return await self._recorded(info, tool, "0" * 64, refusal, None)
+
+    async def dead(self, token: str | None) -> Refusal | None:
+        """The refusal of a dead token, not recorded (tools/list). Raises: Unauthenticated."""
+        info = await self.authenticate(token)
+        return dead_refusal(info.run.snapshot(), info.epoch, self.clock.now())
+
+    async def status(self, token: str | None) -> dict[str, Any]:
+        """`warrant_status`: the run as its worker may see it."""
+        info = await self.authenticate(token)
+        # Reading the status is reading the contract: a revision is acknowledged here, and the cached
+        # token carries the revised run, so the next call is decided under the new terms.
+        acked = await self.store.acknowledge_spec(info.token_hash)
+        if acked is not None:
+            info = TokenInfo(
+                run=acked, epoch=info.epoch, worker=info.worker, granted_by=info.granted_by, token_hash=info.token_hash
+            )
+            self._remember(info)
+        run = info.run
+        pending = await self.store.list_approvals(run.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
+        refusal = lease_refusal(run.snapshot(), info.epoch, self.clock.now())
+        return {
+            "run_id": run.run_id,
+            "status": run.status.value,
+            "spec_version": run.spec_version,
+            "lease": {
+                "epoch": info.epoch,
+                "current": info.epoch == run.epoch,
+                "expires_at": isoformat(run.lease_expires_at),
+                "refusal": refusal.code if refusal else None,
+                "state": lease_rule(run.snapshot(), info.epoch, self.clock.now()).state.value,
+            },
+            "deadline": isoformat(run.deadline),
+            "budget_remaining": budget_remaining(run, self.clock.now()),
+            "pending_approvals": [
+                {
+                    "approval_id": a.approval_id,
+                    "tool": a.tool,
+                    "payload_sha256": a.payload_sha256,
+                    "decide_by": isoformat(a.decide_by),
+                    # The rule in force, combined from policy and contract (docs/policy.md): who must decide.
+                    "role": a.role,
+                    "valid_for": a.valid_for,
+                }
+                for a in pending.items
+            ],
+        }
+
+
+_FAILURE_CODES = frozenset(
+    {
+        "upstream_failed",
+        "upstream_unauthorized",
+        "upstream_unavailable",
+        "tool_not_found",
+        "rate_limited",
+        "payload_too_large",
+        "invalid_arguments",
+    }
+)
+
+
+def _approval_required(approval: ApprovalRecord, now: float, replaced: str | None = None) -> CallResult:
+    details: dict[str, Any] = {"replaced_approval_id": replaced} if replaced else {}
+    check_after = isoformat(min(now + CHECK_BACK_S, approval.decide_by))
+    decide_by = isoformat(approval.decide_by)
+    refusal = Refusal(
+        "approval_required",
+        f"not executed: {approval.tool} needs a person with role {approval.role} to approve this exact payload, "
+        f"and approval {approval.approval_id} is pending; "
+        + approval_wait(approval.tool, approval.approval_id, decide_by, check_after),
+        approval_id=approval.approval_id,
+        payload_sha256=approval.payload_sha256,
+        expires_at=decide_by,
+        role=approval.role,
+        check_after=check_after,
+        retry_after_s=CHECK_BACK_S,
+        **details,
+    )
+    return CallResult.refused(refusal)
+
+
+def replay_structured(action_id: str, note: str, structured: Any, content: list[dict[str, Any]]) -> dict[str, Any]:
+    """A replay's structuredContent for a tool without an output schema: the recorded result's own keys
+    with `replayed`, `action_id` (the original) and `not_executed_again` (the note) beside them. A
+    result that has one of those keys itself, or is not an object, goes under `result` instead (a
+    result with no structured part: its content under `content`), so nothing of it is overwritten."""
+    marker: dict[str, Any] = {"replayed": True, "action_id": action_id, "not_executed_again": note}
+    if isinstance(structured, dict) and not marker.keys() & structured.keys():
+        return {**structured, **marker}
+    if structured is not None:
+        return {**marker, "result": structured}
+    return {**marker, "content": content}
+
+
+def _uncertain(spec: ToolSpec, read_code: str, message: str) -> Outcome:
+    """A write whose request may have left is `unknown`; a read that failed is just failed."""
+    if spec.is_write:
+        return Outcome(OutcomeKind.UNKNOWN, code="outcome_unknown", message=message)
+    return Outcome(OutcomeKind.FAILED, code=read_code, message=message)
+
+
+def _settlement(spec: ToolSpec, outcome: Outcome, currency: str) -> Settlement:
+    if outcome.withheld is not None and outcome.kind is OutcomeKind.SUCCEEDED:
+        return _withheld_settlement(spec, outcome, currency)
+    kind = {
+        OutcomeKind.SUCCEEDED: SettleKind.SUCCEEDED,
+        OutcomeKind.FAILED: SettleKind.FAILED,
+        OutcomeKind.NOT_SENT: SettleKind.FAILED,
+        OutcomeKind.UNKNOWN: SettleKind.UNKNOWN,
+    }[outcome.kind]
+    result = None
+    if outcome.kind is OutcomeKind.SUCCEEDED:
+        result = {"content": outcome.content, "structured": outcome.structured}
+    return Settlement(
+        kind=kind,
+        sent=outcome.kind is not OutcomeKind.NOT_SENT,
+        code=outcome.code,
+        reason=outcome.message,
+        receipt=outcome.receipt,
+        result=result if spec.is_write else None,
+        actual_spend=outcome.spend(currency),
+        estimate_spend=spec.cost_spend,
+        max_spend=spec.cost_max,
+        durable=spec.is_write,
+    )
+
+
+def _withheld_settlement(spec: ToolSpec, outcome: Outcome, currency: str) -> Settlement:
+    """A result over the cap: a write was performed (succeeded; a replay shows a note instead of the
+    result); a read fails `payload_too_large`, its call counted (it was made)."""
+    size = outcome.withheld or 0
+    note = {"type": "text", "text": f"[payload_too_large] the result ({size} bytes seen) was withheld"}
+    return Settlement(
+        kind=SettleKind.SUCCEEDED if spec.is_write else SettleKind.FAILED,
+        sent=True,
+        code="payload_too_large",
+        reason=f"the result ({size} bytes seen) is over the gateway's cap; withheld",
+        receipt=outcome.receipt,
+        result={"content": [note], "structured": None} if spec.is_write else None,
+        actual_spend=outcome.spend(currency),
+        estimate_spend=spec.cost_spend,
+        max_spend=spec.cost_max,
+        durable=spec.is_write,
+    )
+
+
+def budget_remaining(run: RunRecord, now: float) -> dict[str, Any]:
+    """Every budget dimension's remainder as the wire shows it (spend as money)."""
+    return _wire(run.snapshot().remaining(now), run.currency)
+
+
+def _wire(remaining: dict[str, int], currency: str) -> dict[str, Any]:
+    return {dim: (format_money(v, currency) if dim == "spend" else v) for dim, v in remaining.items()}

@@ -1,0 +1,1 @@
+"""Services that run beside the gate: watchdog, webhooks, retention, cancel relay, shutdown."""

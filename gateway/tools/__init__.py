@@ -1,0 +1,1 @@
+"""The gateway's own `warrant_*` tools: progress, evidence."""
