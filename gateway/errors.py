@@ -50,7 +50,7 @@ CALL_CODES: frozenset[str] = frozenset(
         "run_expired",
         "lease_superseded",
         "lease_expired",
-        # The API key that granted the lease was revoked (docs/decisions.md, "Keys and roles").
+        # The API key that granted the lease was revoked (docs/decisions/0012-keys-and-roles.md).
         "lease_revoked",
         "budget_exhausted",
         "approval_required",

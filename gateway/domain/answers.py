@@ -3,8 +3,8 @@
 A model reads a refusal through whatever its framework hands it: the text content (OpenAI Agents
 SDK, langchain-mcp-adapters), `structuredContent` (pydantic-ai, Claude Code), or both. So every
 refusal's message says what failed in words, what is left, and what to do next; the catalogue of
-what each code names is docs/refusals.md, the evidence for the waiting answers docs/decisions.md
-("Answers a model can act on").
+what each code names is docs/refusals.md, the evidence for the waiting answers
+docs/decisions/0021-answers-a-model-can-act-on.md.
 
 A message is recorded with the rejected action (bounded, gateway/domain/refusals.py); a piece of
 the caller's own arguments goes into the refusal's `echo` instead, answered and never recorded.

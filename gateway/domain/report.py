@@ -217,7 +217,7 @@ def children_spend(facts: Sequence[Fact], currency: str) -> int:
 
 
 def build_report(inputs: ReportInputs, now: float) -> Report:
-    """The pilot measures of one run (docs/decisions.md, "Usage and the pilot report").
+    """The pilot measures of one run (docs/decisions/0017-time-reported-spend-pilot-report.md).
 
     A tool call admitted inside a recovery window counts as `recovery`, like a charge reported
     inside one; a charge keeps the tag it was recorded with.

@@ -236,7 +236,7 @@ class Gate:
         tool declares an output schema (a client validates a non-error result against it): the text
         and `structuredContent.error` say "not executed" and how to wait, and a framework that turns
         error results into retries (pydantic-ai: two per tool and the run is over) spends none on
-        waiting. docs/decisions.md, "Answers a model can act on"."""
+        waiting. docs/decisions/0021-answers-a-model-can-act-on.md."""
         if not result.is_error or result.code not in WAITING_CODES:
             return result
         spec = self.catalog.get(tool)

@@ -7,11 +7,11 @@ by the gateway itself). Both need a record kept outside the database: an anchor.
 
 An anchor is every run's head (seq and entry hash) at one moment, MAC'd with the ledger key
 (which the database never holds), written by `warrant ledger anchor --out FILE` and shipped by
-the operator somewhere the database's writers cannot reach (docs/decisions.md, "The ledger and
-the state rows"). Checked later (`warrant ledger verify --anchor FILE`): every anchored run still
-exists, its head has not gone back, and its entry at the anchored seq still has the anchored
-hash (so a history rewritten and re-chained from that point is caught as well). Runs made after
-the anchor are not its concern.
+the operator somewhere the database's writers cannot reach
+(docs/decisions/0020-ledger-and-state-rows.md). Checked later (`warrant ledger verify --anchor
+FILE`): every anchored run still exists, its head has not gone back, and its entry at the
+anchored seq still has the anchored hash (so a history rewritten and re-chained from that point
+is caught as well). Runs made after the anchor are not its concern.
 
 Pure: the stores read the heads; these functions build and judge.
 """

@@ -145,7 +145,8 @@ def entry_refs(row: EntryRow) -> list[str]:
 # -- verifying -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BadItem:
-    """The first thing wrong with a bundle. `code` is stable (docs/decisions.md); `problem` is prose."""
+    """The first thing wrong with a bundle. `problem` is prose; `code` is stable
+    (docs/decisions/0013-evidence-metrics-traces.md)."""
 
     code: str
     item: str  # bundle | event | head | run | action | blob

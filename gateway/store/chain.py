@@ -24,7 +24,8 @@ _HEX = re.compile(r"[0-9a-f]{64}")
 _STRING = json.JSONEncoder(ensure_ascii=False)  # a str's RFC 8785 form (as canonical_json writes it)
 # The version new entries are written with. 2: an action's entries also state its `reason` and
 # times, a read's one entry its reservation, and every purge is chained for each run it touches
-# (docs/decisions.md, "Ledger entry versions"). Version-1 entries verify as they always did.
+# (docs/decisions/0020-ledger-and-state-rows.md, "Ledger entry versions"). Version-1 entries verify
+# as they always did.
 ENTRY_VERSION = 2
 
 

@@ -20,7 +20,7 @@ the chain accounts for, so a reset of spend, a counter raised to starve the run,
 either way is named; its reserved counters exactly what the chain holds in flight (admitted and
 unknown actions, children's carves; a read in flight is known by its row until it settles).
 Whole-run deletion and a rollback to an older MAC'd head need an anchor kept outside the
-database (anchor.py); docs/decisions.md, "The ledger and the state rows".
+database (anchor.py); docs/decisions/0020-ledger-and-state-rows.md.
 """
 
 from __future__ import annotations

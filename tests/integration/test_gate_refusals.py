@@ -222,7 +222,7 @@ async def test_a_refused_call_reaches_no_tool_and_is_answered_with_its_code(worl
 
     result = await case.refused(world, run)
 
-    # A waiting answer is not an error result (docs/decisions.md, "Answers a model can act on").
+    # A waiting answer is not an error result (docs/decisions/0021-answers-a-model-can-act-on.md).
     assert result.is_error is (case.code not in WAITING_CODES) and result.code == case.code
     assert result.meta[META_CODE] == case.code
     assert result.structured is not None

@@ -90,7 +90,7 @@ async def test_lists_and_calls_with_the_inspector_cli(api: Api, tmp_path: Path, 
         "--tool-args-json",
         '{"to": "x@example.com"}',
     )
-    # A waiting answer is not an error result (docs/decisions.md, "Answers a model can act on"): the
+    # A waiting answer is not an error result (docs/decisions/0021-answers-a-model-can-act-on.md): the
     # Inspector prints it and exits 0, not TOOL_IS_ERROR.
     assert ran.returncode == 0, ran.stdout + ran.stderr
     order = json.loads(ran.stdout)["result"]

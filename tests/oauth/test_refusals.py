@@ -215,7 +215,7 @@ def field_csrf(page: str) -> str:
 async def test_a_worker_key_is_offered_only_the_runs_given_to_it(oauth_api: Api) -> None:
     given = await oauth_api.new_run(workers=["wrk"], goal="given to wrk")
     not_given = await oauth_api.new_run(workers=["someone-else"], goal=SECRET_GOAL)
-    # A contract that names no workers restricts no worker key (docs/decisions.md, as at
+    # A contract that names no workers restricts no worker key (docs/decisions/0003-leases.md, as at
     # POST /api/runs/{id}/lease): that run is offered too.
     unrestricted = await oauth_api.new_run(goal="names no workers")
     client = await public_client(oauth_api.url)

@@ -1,5 +1,5 @@
--- Warrant store (PostgreSQL), version 15: leases the gateway holds for a worker key (issue 20, docs/decisions.md,
--- "Held leases live in the store").
+-- Warrant store (PostgreSQL), version 15: leases the gateway holds for a worker key (issue 20,
+-- docs/decisions/0022-held-leases-in-the-store.md).
 --
 -- A worker key that connects to /mcp/runs/{run_id} (or asks POST /api/runs/{id}/lease with
 -- held: true) gets one lease per (key, run), held in this row rather than in a gateway process, so
