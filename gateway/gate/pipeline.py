@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway import failpoints
 from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
+from gateway.bounded import BoundedDict
 from gateway.canonical import canonical_json, sha256_hex
 from gateway.catalog.catalog import Catalog, ToolSpec
 from gateway.clock import Clock, isoformat
@@ -78,6 +79,8 @@ META_CODE = "warrant/code"
 # longer than the moment between an admit's commit and its dispatch.
 CANCELLED_HARD_KEPT_S = 600.0
 ABORTED_BY_CANCEL = "the call was aborted by a hard cancel"
+TOKENS_KEPT = 10_000  # lease tokens whose identity is remembered (`Gate.knows`, step 1)
+TERMS_KEPT = 4096  # contracts' terms remembered, by run and spec version
 
 
 @dataclass(frozen=True)
@@ -106,8 +109,9 @@ class Gate:
         self.store = store
         self.catalog = catalog
         self.clock = clock
-        self._terms: dict[tuple[str, str], Terms] = {}
-        self._tokens: dict[str, TokenInfo] = {}
+        self._terms: BoundedDict[tuple[str, str], Terms] = BoundedDict(TERMS_KEPT)
+        # The one cache of lease tokens (by hash): the /mcp guard's "is it known" and step 1's identity.
+        self._tokens: BoundedDict[str, TokenInfo] = BoundedDict(TOKENS_KEPT)
         self._holds: dict[str, asyncio.Future[TokenInfo | None]] = {}  # lease renewals under way, by token
         self._in_flight: dict[str, set[asyncio.Task[Any]]] = defaultdict(set)
         # Dispatches being aborted (by a hard cancel, or at shutdown), each with the reason recorded.
@@ -136,6 +140,23 @@ class Gate:
         if info is None:
             raise Unauthenticated("unknown lease token")
         return await self._hold(info)
+
+    async def knows(self, digest: str) -> bool:
+        """Whether the store knows the lease token of this hash: the question the /mcp guard asks
+        before any MCP handling (gateway/mcp/server.py `LeaseTokenGuard`).
+
+        A token the store has known once is known for good (lease tokens are never deleted; a
+        superseded or expired one is refused by the gate, with its code, not by the guard), so the
+        answer comes from the same cache as step 1's identity: a token's first request costs one
+        store read, and the requests after it none.
+        """
+        if digest in self._tokens:
+            return True
+        info = await self.store.authenticate(digest)
+        if info is None:
+            return False
+        self._remember(info)
+        return True
 
     async def _identify(self, token: str | None) -> TokenInfo:
         """Step 1's identity, from a cache: a token's run, epoch and worker never change.
@@ -178,9 +199,7 @@ class Gate:
         return held
 
     def _remember(self, info: TokenInfo) -> None:
-        if len(self._tokens) >= 10_000:
-            self._tokens.pop(next(iter(self._tokens)))
-        self._tokens[info.token_hash] = info
+        self._tokens.put(info.token_hash, info)
 
     async def _fresh(self, info: TokenInfo) -> TokenInfo:
         fresh = await self.store.authenticate(info.token_hash)
@@ -194,10 +213,8 @@ class Gate:
         key = (run.run_id, run.spec_version)
         terms = self._terms.get(key)
         if terms is None:
-            if len(self._terms) > 4096:
-                self._terms.clear()
             terms = Contract.model_validate(run.contract).terms()
-            self._terms[key] = terms
+            self._terms.put(key, terms)
         return terms
 
     async def _live(self, info: TokenInfo, tool: str, digest: str, size: int | None) -> CallResult | None:

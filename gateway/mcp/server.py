@@ -356,20 +356,16 @@ async def _call(gate: Gate, token: str | None, params: types.CallToolRequestPara
 class LeaseTokenGuard:
     """ASGI wrapper for /mcp: no lease token, or an unknown one, is HTTP 401 before any MCP handling.
 
-    A token the store has known once is known for good (lease tokens are never deleted; a
-    superseded or expired one is refused by the gate, with its code, not here), so the hashes of
-    known tokens are remembered and only a token not seen before costs a store read. That read
-    would also wait for the previous call's lazy settle to commit on its own (`Database.read`),
-    where the gate's admit would have carried it in its own batch.
+    Whether a token is known is the gate's to answer (`Gate.knows`), from its one cache of lease
+    tokens: only a token not seen before costs a store read. That read would also wait for the
+    previous call's lazy settle to commit on its own (`Database.read`), where the gate's admit
+    would have carried it in its own batch.
     """
-
-    KNOWN_MAX = 10_000
 
     def __init__(self, app: ASGIApp, gate_of: Callable[[], Gate], fast: FastPath | None = None) -> None:
         self.app = app
         self.gate_of = gate_of
         self.fast = fast
-        self._known: dict[str, None] = {}  # hashes of tokens the store knows, oldest first
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -387,23 +383,13 @@ class LeaseTokenGuard:
             # RFC 6750 3.1: no error code when the request carried no credentials.
             await _unauthorized(send, "a lease token is required: Authorization: Bearer <lease token>", b"")
             return
-        if not looks_like_token(token) or not await self._is_known(token_hash(token)):
+        if not looks_like_token(token) or not await self.gate_of().knows(token_hash(token)):
             await _unauthorized(send, "unknown lease token", b', error="invalid_token"')
             return
         if self.fast is not None:
             await self.fast.serve(scope, receive, send, token, self.app)
         else:
             await self.app(scope, receive, send)
-
-    async def _is_known(self, digest: str) -> bool:
-        if digest in self._known:
-            return True
-        if await self.gate_of().store.authenticate(digest) is None:
-            return False
-        if len(self._known) >= self.KNOWN_MAX:
-            del self._known[next(iter(self._known))]
-        self._known[digest] = None
-        return True
 
 
 async def _unauthorized(send: Send, message: str, error: bytes) -> None:

@@ -87,6 +87,37 @@ async def test_missing_or_unknown_token_is_http_401(api: Api) -> None:
             assert r.json()["error"]["message"].startswith("[unauthenticated]")
 
 
+async def test_a_lease_token_is_read_from_the_store_once_for_the_guard_and_the_gate(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One cache of lease tokens (the gate's): the /mcp guard's look-up serves the call's step 1 too.
+    _, token = await start(api)
+    store = api.gateway.store
+    read, reads = store.authenticate, []
+
+    async def counted(digest: str) -> Any:
+        reads.append(digest)
+        return await read(digest)
+
+    monkeypatch.setattr(store, "authenticate", counted)
+    headers = {
+        "authorization": f"Bearer {token}",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "shop__find", "arguments": {"q": "x"}},
+    }
+    async with httpx.AsyncClient(base_url=api.url, headers=headers) as c:
+        for _ in range(3):
+            answer = await c.post("/mcp", json=body)
+            assert answer.status_code == 200 and answer.json()["result"]["isError"] is False
+    assert len(reads) == 1
+
+
 async def test_only_post_is_served_at_mcp_and_401s_follow_rfc_6750(api: Api) -> None:
     _, token = await start(api)
     async with httpx.AsyncClient(base_url=api.url) as c:
