@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from gateway.bounded import BoundedSet
 from gateway.clock import Clock, isoformat
 from gateway.domain import lifecycle
 from gateway.domain.admission import RunSnapshot
@@ -490,7 +491,7 @@ class HeldChains(threading.local):
         self.chains: dict[str, Chain] = {}
 
 
-class KnownBodies:
+class KnownBodies(BoundedSet[str]):
     """Payload hashes whose bodies this process has seen committed: a hint, never a check.
 
     A read whose payload body is known to be stored already skips encoding and inserting it again.
@@ -500,18 +501,7 @@ class KnownBodies:
     """
 
     def __init__(self, size: int = 4096) -> None:
-        self._size = size
-        self._known: dict[str, None] = {}
-
-    def __contains__(self, sha256: object) -> bool:
-        return sha256 in self._known
-
-    def add(self, sha256: str) -> None:
-        if sha256 in self._known:
-            return
-        if len(self._known) >= self._size:
-            del self._known[next(iter(self._known))]
-        self._known[sha256] = None
+        super().__init__(size)
 
     def forget(self, sha256: str) -> None:
-        self._known.pop(sha256, None)
+        self.discard(sha256)
