@@ -2,8 +2,10 @@
 
 Whatever a process remembers of something it can read again (a lease token's identity, a fetched
 client metadata document, a hint that a body is stored) is kept in one of these: a key an
-outsider chooses must never grow a gateway's memory without end. Forgetting only ever costs the
-read the cache saved, so nothing may decide on an entry being present.
+outsider chooses must never grow a gateway's memory without end. Forgetting such an entry only
+costs the read it saved. A memory of recent events that does decide (the idempotency keys of
+calls that never connected, the runs just cancelled hard) is sized far past the moments it
+matters for.
 
 `BoundedDict` maps keys to values; `BoundedSet` remembers keys. Both are in insertion order:
 putting a key again makes it the newest (and restarts its time). With a `ttl`, an entry is gone

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway import failpoints
 from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
-from gateway.bounded import BoundedDict
+from gateway.bounded import BoundedDict, BoundedSet
 from gateway.canonical import canonical_json, sha256_hex
 from gateway.catalog.catalog import Catalog, ToolSpec
 from gateway.clock import Clock, isoformat
@@ -78,6 +77,7 @@ META_CODE = "warrant/code"
 # How long a run's hard cancel is remembered for calls admitted just before it (seconds): far
 # longer than the moment between an admit's commit and its dispatch.
 CANCELLED_HARD_KEPT_S = 600.0
+CANCELLED_HARD_KEPT = 10_000  # ... and how many runs at most
 ABORTED_BY_CANCEL = "the call was aborted by a hard cancel"
 TOKENS_KEPT = 10_000  # lease tokens whose identity is remembered (`Gate.knows`, step 1)
 TERMS_KEPT = 4096  # contracts' terms remembered, by run and spec version
@@ -116,9 +116,9 @@ class Gate:
         self._in_flight: dict[str, set[asyncio.Task[Any]]] = defaultdict(set)
         # Dispatches being aborted (by a hard cancel, or at shutdown), each with the reason recorded.
         self._aborting: dict[asyncio.Task[Any], str] = {}
-        # Runs a hard cancel was heard for (monotonic time): a call admitted just before the cancel
-        # committed, whose dispatch was not yet in flight when the abort came, is not sent either.
-        self._cancelled_hard: dict[str, float] = {}
+        # Runs a hard cancel was heard for: a call admitted just before the cancel committed, whose
+        # dispatch was not yet in flight when the abort came, is not sent either.
+        self._cancelled_hard: BoundedSet[str] = BoundedSet(CANCELLED_HARD_KEPT, ttl=CANCELLED_HARD_KEPT_S)
         self.metrics = Metrics(known_tool=lambda name: catalog.get(name) is not None)
         # Shutdown (gateway/runtime/shutdown.py): while set, calls are refused before their admit with this
         # refusal; `_admitting` counts admits under way, whose dispatch the drain must wait for too.
@@ -716,11 +716,7 @@ class Gate:
         Aborting a run twice is one abort: a hard cancel is heard here from the operator's request
         and again from the store's notice (gateway/runtime/cancel_relay.py); a second `cancel()` of a task
         already aborting would interrupt the settle that records its outcome."""
-        now = time.monotonic()
-        self._cancelled_hard[run_id] = now
-        for seen, at in list(self._cancelled_hard.items()):
-            if now - at > CANCELLED_HARD_KEPT_S:
-                del self._cancelled_hard[seen]
+        self._cancelled_hard.add(run_id)
         return await self._abort(list(self._in_flight.get(run_id, ())), ABORTED_BY_CANCEL)
 
     async def abort_all(self, reason: str) -> int:

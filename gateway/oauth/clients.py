@@ -18,13 +18,15 @@ import asyncio
 import ipaddress
 import json
 import socket
-import time
 import unicodedata
 from urllib.parse import urlsplit
 
 import httpx
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 from pydantic import ValidationError
+
+from gateway.bounded import MONOTONIC, BoundedDict
+from gateway.clock import Clock
 
 MAX_METADATA_BYTES = 16 * 1024
 MAX_REDIRECT_URIS = 10
@@ -87,29 +89,27 @@ def is_metadata_url(client_id: str) -> bool:
 class MetadataDocuments:
     """Fetches and caches Client ID Metadata Documents (bounded cache, per process)."""
 
-    def __init__(self, *, allow_loopback_http: bool, scopes: str) -> None:
+    def __init__(self, *, allow_loopback_http: bool, scopes: str, clock: Clock = MONOTONIC) -> None:
         self.allow_loopback_http = allow_loopback_http
         self.scopes = scopes
-        self._cache: dict[str, tuple[float, OAuthClientInformationFull | None]] = {}
+        self._cache: BoundedDict[str, OAuthClientInformationFull | None] = BoundedDict(
+            CACHE_MAX, ttl=CACHE_SECONDS, clock=clock
+        )
         self._fetching = asyncio.Semaphore(FETCHES_AT_ONCE)
 
     async def client(self, client_id: str) -> OAuthClientInformationFull | None:
         """The client the document at `client_id` describes, or None when it cannot be had or is
         refused. Answers (a failure too, for a shorter while) are kept, so naming the same URL
         again does not make the gateway fetch it again."""
-        hit = self._cache.get(client_id)
-        now = time.monotonic()
-        if hit is not None and now - hit[0] < (CACHE_SECONDS if hit[1] is not None else FAILED_SECONDS):
-            return hit[1]
+        if client_id in self._cache:
+            return self._cache[client_id]
         info: OAuthClientInformationFull | None
         async with self._fetching:
             try:
                 info = await self._fetch(client_id)
             except (ClientRejected, httpx.HTTPError, OSError, ValueError):
                 info = None
-        if len(self._cache) >= CACHE_MAX:
-            del self._cache[next(iter(self._cache))]
-        self._cache[client_id] = (now, info)
+        self._cache.put(client_id, info, ttl=None if info is not None else FAILED_SECONDS)
         return info
 
     async def _fetch(self, client_id: str) -> OAuthClientInformationFull:

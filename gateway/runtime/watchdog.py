@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.backoff import backoff_delay
+from gateway.bounded import BoundedSet
 from gateway.catalog.catalog import Catalog
 from gateway.clock import Clock
 from gateway.config import WatchdogSettings, Webhook
@@ -45,7 +46,7 @@ log = logging.getLogger("warrant.watchdog")
 LEASE_TICKS = 3  # the watchdog lease lasts this many ticks; /healthz tolerates as many
 LOOKUPS_PER_TICK = 10
 LOOKUP_CAP = 3600.0  # the longest wait between two lookups of one unknown action
-SEEN_MAX = 100_000
+SEEN_MAX = 100_000  # alerts remembered as recorded
 
 
 @dataclass
@@ -85,7 +86,7 @@ class Watchdog:
         self.holding = False
         # Alerts known to be recorded already (by any process): a cache that spares the store
         # their inserts, never a decision — the store's unique row is.
-        self._seen: set[tuple[str, str, str]] = set()
+        self._seen: BoundedSet[tuple[str, str, str]] = BoundedSet(SEEN_MAX)
         self._lookups: dict[str, tuple[int, float]] = {}  # action id -> (attempts, next lookup at)
         self.reconciling: asyncio.Task[None] | None = None
         self.purger: Purger | None = None  # the scheduled purge, set by the app (gateway/runtime/retention.py)
@@ -112,8 +113,6 @@ class Watchdog:
         fresh = [a for a in alerts if (a.run_id, a.kind, a.episode) not in self._seen]
         drafts = [AlertDraft(a, self._targets(a.kind)) for a in fresh]
         raised = await self.store.raise_alerts(drafts, max_attempts=self.settings.delivery_attempts)
-        if len(self._seen) > SEEN_MAX:
-            self._seen.clear()
         self._seen.update((a.run_id, a.kind, a.episode) for a in fresh)
         for r in raised:
             log.warning("alert %s on run %s: %s", r.alert.kind, r.alert.run_id, r.alert.data)

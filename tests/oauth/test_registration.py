@@ -15,7 +15,10 @@ from typing import Any
 
 import httpx
 import pytest
+from mcp.shared.auth import OAuthClientInformationFull
 
+from gateway.clock import ManualClock
+from gateway.oauth.clients import CACHE_SECONDS, FAILED_SECONDS, ClientRejected, MetadataDocuments
 from tests.api.conftest import Api, serving_api
 from tests.oauth.conftest import FormBrowser, code_of, write_templates
 from tests.oauth.flow import (
@@ -263,6 +266,32 @@ async def test_a_document_that_could_not_be_had_is_not_fetched_again_at_once(oau
             answer = await authorize(authorize_url(oauth_api.url, client, pkce()[1]))
             assert answer.status_code == 400, answer.text
         assert documents["__fetched__"].count("/missing.json") == 1
+
+
+async def test_a_document_is_kept_for_its_time_and_a_failure_for_a_shorter_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = ManualClock()
+    documents = MetadataDocuments(allow_loopback_http=True, scopes="mcp", clock=clock)
+    fetched: list[str] = []
+
+    async def fetch(client_id: str) -> OAuthClientInformationFull:
+        fetched.append(client_id)
+        if client_id.endswith("/missing.json"):
+            raise ClientRejected("the metadata document answered HTTP 404")
+        return OAuthClientInformationFull(client_id=client_id, redirect_uris=[REDIRECT])
+
+    monkeypatch.setattr(documents, "_fetch", fetch)
+    good, missing = "https://client.example/good.json", "https://client.example/missing.json"
+    assert await documents.client(good) is not None and await documents.client(missing) is None
+    clock.advance(FAILED_SECONDS - 1)
+    assert await documents.client(good) is not None and await documents.client(missing) is None
+    assert fetched == [good, missing]
+    clock.advance(1)
+    await documents.client(missing)
+    clock.advance(CACHE_SECONDS - FAILED_SECONDS)
+    await documents.client(good)
+    assert fetched == [good, missing, missing, good]
 
 
 @pytest.mark.parametrize(

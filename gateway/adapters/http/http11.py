@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from gateway.bounded import BoundedDict
+
 IDLE_FOR = 2.0  # seconds an idle connection is kept: below common server keep-alive timeouts (uvicorn: 5 s)
 IDLE_MAX = 32  # idle connections kept at most
 LINES_KEPT = 256  # distinct header sets whose encoded lines are kept (a tool's, its Mcp-Param values)
@@ -99,7 +101,7 @@ class Http11Pool:
         self._idle: list[_Connection] = []
         self._closed = False
         # Checked and encoded header lines by the headers asked for: a tool's calls repeat theirs.
-        self._lines: dict[tuple[tuple[str, str], ...], bytes] = {}
+        self._lines: BoundedDict[tuple[tuple[str, str], ...], bytes] = BoundedDict(LINES_KEPT)
 
     async def post(self, body: bytes, headers: list[tuple[str, str]], within: float) -> Answer:
         """One POST and its whole answer.
@@ -113,9 +115,7 @@ class Http11Pool:
         lines = self._lines.get(key := tuple(headers))
         if lines is None:
             lines = _header_lines(headers)  # raises before anything is remembered
-            if len(self._lines) >= LINES_KEPT:
-                self._lines.clear()
-            self._lines[key] = lines
+            self._lines.put(key, lines)
         request = b"%s%scontent-length: %d\r\n\r\n%s" % (self._head, lines, len(body), body)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within

@@ -40,7 +40,6 @@ import contextlib
 import json
 import logging
 import sys
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any, Literal, TextIO
@@ -56,8 +55,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from gateway import __version__
 from gateway.adapters.base import Adapter, CallRequest, Listener, Outcome, OutcomeKind, ToolDefinition
 from gateway.adapters.http.http11 import Http11Pool
-from gateway.adapters.mcp.lean_client import Fallback, LeanCaller, lean_version
+from gateway.adapters.mcp.lean_client import UNSENT_MAX, Fallback, LeanCaller, lean_version
 from gateway.backoff import backoff_delay
+from gateway.bounded import BoundedSet
 from gateway.canonical import canonical_json, sha256_hex
 
 log = logging.getLogger("warrant.adapters.mcp")
@@ -129,7 +129,7 @@ class McpAdapter(Adapter):
         self._wake = asyncio.Event()  # the supervisor looks at its connection now
         self._refresh_wanted = False
         self._refreshed = asyncio.Event()
-        self._unsent: OrderedDict[str, None] = OrderedDict()  # idempotency keys whose POST never connected
+        self._unsent: BoundedSet[str] = BoundedSet(UNSENT_MAX)  # idempotency keys whose POST never connected
         self._task: asyncio.Task[None] | None = None
         self._pool: Http11Pool | None = None  # the lean path's connections (url only)
         self._lean: LeanCaller | None = None  # set while the published client's downstream passed the probe
@@ -415,7 +415,7 @@ class _TrackingTransport(httpx2.AsyncBaseTransport):
     """Remembers the idempotency keys of calls whose POST never reached the server (connect
     failed), so such a write is `not_sent` rather than `unknown`."""
 
-    def __init__(self, unsent: OrderedDict[str, None]) -> None:
+    def __init__(self, unsent: BoundedSet[str]) -> None:
         self._inner = httpx2.AsyncHTTPTransport()
         self._unsent = unsent
 
@@ -425,9 +425,7 @@ class _TrackingTransport(httpx2.AsyncBaseTransport):
         except (httpx2.ConnectError, httpx2.ConnectTimeout):
             key = _idempotency_key_of(request)
             if key is not None:
-                self._unsent[key] = None
-                while len(self._unsent) > 1024:
-                    self._unsent.popitem(last=False)
+                self._unsent.add(key)
             raise
 
     async def aclose(self) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -50,13 +49,14 @@ from opentelemetry.trace import SpanKind, get_tracer
 from pydantic import TypeAdapter
 
 from gateway.adapters.http.http11 import Answer, Http11Pool, Lost, Unsent
+from gateway.bounded import BoundedSet
 from gateway.observe import tracing
 
 _tracer = get_tracer("mcp-python-sdk")  # the SDK client's tracer name: one trace either path
 log = logging.getLogger("warrant.adapters.mcp")
 
 ACCEPT = "application/json, text/event-stream"  # what the SDK client sends
-UNSENT_MAX = 1024
+UNSENT_MAX = 1024  # idempotency keys of calls that never connected, remembered per adapter
 _NOT_HERE = frozenset({406, 415})  # the server wants another request shape; nothing was processed
 
 
@@ -73,7 +73,7 @@ class LeanCaller:
         pool: Http11Pool,
         version: str,
         client_info: Mapping[str, Any],
-        unsent: OrderedDict[str, None],
+        unsent: BoundedSet[str],
     ) -> None:
         self.client = client
         self.pool = pool
@@ -126,9 +126,7 @@ class LeanCaller:
         except Unsent:
             key = (meta or {}).get("warrant/idempotency_key")
             if isinstance(key, str):
-                self._unsent[key] = None
-                while len(self._unsent) > UNSENT_MAX:
-                    self._unsent.popitem(last=False)
+                self._unsent.add(key)
             raise MCPError(types.CONNECTION_CLOSED, "could not connect") from None
         except TimeoutError:
             raise MCPError(types.REQUEST_TIMEOUT, f"no answer within {within:g} s") from None

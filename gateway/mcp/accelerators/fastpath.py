@@ -66,6 +66,8 @@ from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from gateway.bounded import BoundedDict
+
 log = logging.getLogger("warrant.mcp")
 
 # The handler answers with the result as `CallToolResult.model_dump(by_alias=True, mode="json",
@@ -90,7 +92,7 @@ class FastPath:
         self.security = TransportSecurityMiddleware(manager.security_settings)
         self.max_body = manager.max_request_body_size
         self.answered = 0  # requests this path answered (tests, metrics)
-        self._annotated: dict[int, tuple[Mapping[str, Any], bool]] = {}
+        self._annotated: BoundedDict[int, tuple[Mapping[str, Any], bool]] = BoundedDict(1024)
         only_otel = all(isinstance(m, OpenTelemetryMiddleware) for m in server.middleware)
         self.enabled = (
             manager.stateless
@@ -244,9 +246,7 @@ class FastPath:
         if seen is not None and seen[0] is schema:
             return seen[1]
         annotates = find_invalid_x_mcp_header(schema) is None and bool(x_mcp_header_map(schema))
-        if len(self._annotated) >= 1024:
-            self._annotated.clear()
-        self._annotated[id(schema)] = (schema, annotates)
+        self._annotated.put(id(schema), (schema, annotates))
         return annotates
 
     def _legacy(self, headers: Headers, body: bytes) -> tuple[types.RequestId, dict[str, Any]]:
