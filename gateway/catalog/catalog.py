@@ -66,6 +66,21 @@ class PinBook(Protocol):
 
 @dataclass(frozen=True)
 class ToolSpec:
+    """One tool as the gate calls it: an adapter's definition under its exposed name, with the
+    policy, costs, timeout and argument validator the gate decides with.
+
+    `name` is the exposed name (`<adapter>__<tool>` or the `expose_as` alias), `tool` the name the
+    adapter knows it by; `definition_sha256` fingerprints the definition (name, description, input
+    schema) that `pin_state` compares with its pin. `cost_spend` and `cost_max` are in the minor
+    units of the gateway's currency. `quick_check`, when the schema allows one, answers "valid"
+    without `jsonschema`; it never answers "invalid": `argument_faults` then asks the validator.
+
+    Invariants: a spec without a policy is listed but refused at the gate (fail closed), and
+    counts as a write; only a spec whose `pin_state` is callable is listed (`Catalog.__iter__`).
+    Built by the `Catalog` only (`Catalog._spec`), again whenever its adapter's tools change;
+    frozen: a call keeps the spec it was admitted with.
+    """
+
     name: str  # exposed
     adapter: Adapter
     definition: ToolDefinition

@@ -85,6 +85,21 @@ TERMS_KEPT = 4096  # contracts' terms remembered, by run and spec version
 
 @dataclass(frozen=True)
 class CallResult:
+    """The gate's answer to one call, in no protocol's types: the MCP front turns it into a
+    `CallToolResult` (gateway/mcp/server.py `to_mcp_result`, or `result_body` on the fast path).
+
+    `content` holds MCP content blocks as plain dicts, `structured` the structured content, `meta`
+    the `_meta` the answer carries (`warrant/action_id`, `warrant/replayed`,
+    `warrant/budget_remaining`, `warrant/code`, ...: the META_* names above).
+
+    Invariants: a refused or failed call has `code` set, and `meta["warrant/code"]` equal to it,
+    and its `structured` is `{"error": ...}` (`refused` builds all three from one error); `is_error`
+    is true for it, except for a wait on a person (`WAITING_CODES`, for a tool without an output
+    schema), which the gate answers as a non-error result that still names its code. A success
+    has no `code`; a replay is a success with `warrant/replayed` true. Built by the gate and its
+    gateway tools (gateway/tools/); frozen: a changed answer is a new one (`dataclasses.replace`).
+    """
+
     content: list[dict[str, Any]]
     structured: dict[str, Any] | None = None
     is_error: bool = False
@@ -105,6 +120,26 @@ class CallResult:
 
 
 class Gate:
+    """The pipeline every tools/call goes through, from the lease token to the settled outcome
+    (the steps in this module's docstring), and the gateway tools beside it (`status`, `propose`,
+    `repeat`; `progress` serves the rest).
+
+    Owns what one process keeps between calls: the one cache of lease tokens (`knows`, step 1),
+    contracts' terms by run and spec version, the lease renewals under way, the dispatches in
+    flight by run (what a hard cancel aborts and the drain waits for), and the metrics. Everything
+    it decides on is in the store: each admit is one store transaction that reads again whatever
+    the caches hold, so any number of gates (replicas) may share one store.
+
+    Invariants: a refused call never reaches an adapter; an admitted call is settled exactly once,
+    even when its client goes away (a write's dispatch is shielded) or a hard cancel aborts it
+    (settled `unknown`, or `not_sent` when it had not begun); calls answer with `CallResult`s, and
+    the only exception out of `call` is `Unauthenticated`.
+
+    Built once per process by the composition root (gateway/app.py) over the store, the tool
+    catalog and the clock; the app gives it its `limits`, its progress tools and the idempotency
+    window from the configuration, and the shutdown drain sets `refusing`.
+    """
+
     def __init__(self, store: Store, catalog: Catalog, clock: Clock) -> None:
         self.store = store
         self.catalog = catalog

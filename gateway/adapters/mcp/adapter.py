@@ -113,6 +113,25 @@ class McpAdapterConfig(BaseModel):
 
 
 class McpAdapter(Adapter):
+    """One downstream MCP server as an `Adapter`: its tools for the catalog, its calls as `Outcome`s.
+
+    Owns the supervising task and, through it, the one `mcp.Client` of this downstream (entered
+    and exited in that task), the tools as last listed (or restored from the pins until the first
+    listing), the listeners told of each listing, the lean path's connections and caller when
+    the downstream passed its probe, and the idempotency keys of calls whose request never
+    connected (so such a write is `not_sent`, not `unknown`).
+
+    Invariants: a call uses only the published client, and only while it is open; a write gets
+    one attempt (reads are retried within their timeout), and leaves the lean path for the SDK
+    client only when the server did not process it (`Fallback`); every call answers within
+    `DEADLINE_SHARE` of its timeout, before the gate's own bound; the agent's lease token never
+    reaches the downstream, the gateway's idempotency key does (`_meta`).
+
+    Built from an adapter document by gateway/config.py (`kind: mcp`, after interpolation), then
+    `start()`ed by the app, which waits up to `start_wait` for the first listing; `close()` stops
+    the supervisor and the child process or connections.
+    """
+
     def __init__(self, config: McpAdapterConfig, *, errlog: TextIO | None = None) -> None:
         self.name = config.name
         self.pin = config.pin
