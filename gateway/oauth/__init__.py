@@ -8,6 +8,29 @@ console as the consent page, and every token bound to one run's lease (docs/auth
 - `credentials`, `sealed`, `settings`: tokens and keys, the sealed pending request, `oauth:`
 """
 
-from gateway.oauth.settings import OAuthSettings
+from typing import TYPE_CHECKING
 
-__all__ = ["OAuthSettings"]
+if TYPE_CHECKING:
+    from gateway.oauth.clients import ClientRejected, MetadataDocuments
+    from gateway.oauth.provider import Consent, WarrantAuthorization
+    from gateway.oauth.resource import OAuthResource
+    from gateway.oauth.routes import PATHS, oauth_routes
+    from gateway.oauth.sealed import PendingRequest, unseal
+    from gateway.oauth.settings import OAuthSettings
+else:
+    from gateway.faces import lazy as _lazy
+
+    __getattr__, __dir__ = _lazy(__name__)
+
+__all__ = [
+    "PATHS",
+    "ClientRejected",
+    "Consent",
+    "MetadataDocuments",
+    "OAuthResource",
+    "OAuthSettings",
+    "PendingRequest",
+    "WarrantAuthorization",
+    "oauth_routes",
+    "unseal",
+]

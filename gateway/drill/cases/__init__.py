@@ -25,3 +25,5 @@ ORDER = (
 _present = {m.name for m in pkgutil.iter_modules(__path__) if m.name != "common"}
 for _name in (*(n for n in ORDER if n in _present), *sorted(_present - set(ORDER))):
     importlib.import_module(f"{__name__}.{_name}")
+
+__all__ = ["ORDER"]
