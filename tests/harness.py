@@ -31,15 +31,13 @@ from typing import Any, Protocol
 
 import anyio
 
-from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
-from gateway.adapters.python import NotSent, PythonAdapter, ToolFailed
+from gateway.adapters import CallRequest, NotSent, Outcome, OutcomeKind, PythonAdapter, ToolFailed
 from gateway.canonical import canonical_json
-from gateway.catalog.catalog import Catalog
+from gateway.catalog import Catalog
 from gateway.clock import ManualClock
-from gateway.domain.contract import parse_contract
-from gateway.domain.operations import OPERATION_ID_META
-from gateway.gate.pipeline import META_ACTION_ID, CallResult, Gate
-from gateway.policy.model import ToolPolicy
+from gateway.domain import OPERATION_ID_META, parse_contract
+from gateway.gate import META_ACTION_ID, CallResult, Gate
+from gateway.policy import ToolPolicy
 from gateway.store.base import Store
 from gateway.store.records import ActionRecord, ApprovalRecord, EventRecord, Principal, RunRecord
 from gateway.store.sqlite import SQLiteStore

@@ -16,7 +16,7 @@ import anyio
 import pytest
 from anyio.abc import Process
 
-from gateway.adapters.mcp.adapter import McpAdapter, McpAdapterConfig
+from gateway.adapters.mcp import McpAdapter, McpAdapterConfig
 from tests.harness import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

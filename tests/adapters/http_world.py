@@ -15,9 +15,8 @@ import pytest
 import respx
 
 from gateway import backoff
-from gateway.adapters.base import CallRequest
-from gateway.adapters.http.adapter import HttpAdapter
-from gateway.adapters.http.config import HttpAdapterConfig
+from gateway.adapters import CallRequest
+from gateway.adapters.http import HttpAdapter, HttpAdapterConfig
 
 BASE = "http://crm.test/api"
 SECRET = "s3cr3t-crm-token-4242"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.adapters.http.adapter import HttpAdapter
+from gateway.adapters.http import HttpAdapter
 from gateway.config import load_adapter
 from gateway.errors import ConfigError
 from tests.adapters.http_world import DOCUMENT

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from gateway.adapters.base import CallRequest, OutcomeKind
+from gateway.adapters import CallRequest, OutcomeKind
 from tests.adapters.http_world import KEY, Crm, create, get_contact, log_call, mocked_crm
 
 pytestmark = pytest.mark.anyio

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gateway.adapters.http.config import HttpToolConfig
+from gateway.adapters.http import HttpToolConfig
 from gateway.adapters.http.mapping import MappingError, plan_call, plan_lookup
 from tests.adapters.http_world import BASE, SECRET, Ticks, make_adapter
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 import respx
 
-from gateway.adapters.base import CallRequest, OutcomeKind
+from gateway.adapters import CallRequest, OutcomeKind
 from gateway.adapters.http import adapter as http
 from gateway.adapters.http.adapter import MAX_ATTEMPTS
 from tests.adapters.http_world import DOCUMENT, KEY, SECRET, Crm, create, get_contact, log_call, mocked_crm

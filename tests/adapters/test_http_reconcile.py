@@ -10,13 +10,11 @@ import anyio
 import pytest
 import respx
 
-from gateway.catalog.catalog import Catalog
+from gateway.catalog import Catalog
 from gateway.clock import ManualClock
-from gateway.domain.contract import parse_contract
-from gateway.domain.lifecycle import ActionStatus
-from gateway.gate.pipeline import Gate
-from gateway.gate.reconcile import reconcile_action, reconcile_run
-from gateway.policy.model import ToolPolicy
+from gateway.domain import ActionStatus, parse_contract
+from gateway.gate import Gate, reconcile_action, reconcile_run
+from gateway.policy import ToolPolicy
 from gateway.store.base import Store
 from tests.adapters.http_world import mocked_crm
 from tests.harness import OPS, TENANT, WAIT, Backend, contract

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.adapters.base import CallRequest, Outcome
+from gateway.adapters import CallRequest, Outcome
 from tests.adapters.http_world import KEY, SECRET, Crm, create, get_contact, log_call, mocked_crm
 
 pytestmark = pytest.mark.anyio

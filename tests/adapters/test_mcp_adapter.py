@@ -9,8 +9,9 @@ import anyio
 import mcp.types as types
 import pytest
 
-from gateway.adapters.base import CallRequest, OutcomeKind
-from gateway.adapters.mcp.adapter import IDEMPOTENCY_META, McpAdapter, McpAdapterConfig, to_outcome
+from gateway.adapters import CallRequest, OutcomeKind
+from gateway.adapters.mcp import McpAdapter, McpAdapterConfig
+from gateway.adapters.mcp.adapter import IDEMPOTENCY_META, to_outcome
 from tests.adapters.conftest import WAIT, HttpServer, Notebook, stdio_config, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from gateway.adapters.http.http11 import Http11Pool, Lost, Unsent
+from gateway.adapters.http import Http11Pool, Lost, Unsent
 from tests.harness import free_port
 
 pytestmark = pytest.mark.anyio

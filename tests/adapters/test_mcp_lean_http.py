@@ -24,8 +24,8 @@ from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.types import Receive, Scope, Send
 
-from gateway.adapters.base import Outcome, OutcomeKind
-from gateway.adapters.mcp.adapter import McpAdapter, McpAdapterConfig
+from gateway.adapters import Outcome, OutcomeKind
+from gateway.adapters.mcp import McpAdapter, McpAdapterConfig
 from tests.adapters.conftest import WAIT, HttpServer, Notebook
 from tests.adapters.test_mcp_adapter import request
 from tests.harness import free_port

@@ -18,12 +18,12 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.adapters.mcp.adapter import McpAdapter
+from gateway.adapters.mcp import McpAdapter
 from gateway.app import create_app
 from gateway.cli import main as cli
 from gateway.clock import ManualClock
 from gateway.config import load_settings
-from gateway.mcp.server import WARRANT_TOOLS
+from gateway.mcp import WARRANT_TOOLS
 from gateway.service import Gateway
 from tests.adapters.conftest import SERVER, WAIT, Notebook, free_port, wait_until
 

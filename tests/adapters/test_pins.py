@@ -6,13 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.adapters.base import CallRequest, OutcomeKind, ToolDefinition
-from gateway.adapters.mcp.adapter import McpAdapter, McpAdapterConfig
-from gateway.catalog.catalog import Catalog, PinState
-from gateway.catalog.pins import Pins, definition_json
+from gateway.adapters import CallRequest, OutcomeKind, ToolDefinition
+from gateway.adapters.mcp import McpAdapter, McpAdapterConfig
+from gateway.catalog import Catalog, Pins, PinState, definition_json
 from gateway.clock import ManualClock
 from gateway.errors import Conflict, InvalidRequest
-from gateway.policy.model import ToolPolicy
+from gateway.policy import ToolPolicy
 from gateway.store.records import Principal, ToolPin
 from gateway.store.sqlite import SQLiteStore
 from tests.adapters.conftest import free_port

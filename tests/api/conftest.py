@@ -16,8 +16,7 @@ import httpx
 import pytest
 import uvicorn
 
-from gateway.adapters.base import Adapter
-from gateway.adapters.python import PythonAdapter, ToolFailed
+from gateway.adapters import Adapter, PythonAdapter, ToolFailed
 from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.config import load_settings

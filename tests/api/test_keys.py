@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.domain.keys import api_key_hash
+from gateway.domain import api_key_hash
 from tests.api.conftest import Api
 from tests.api.test_openapi import Conformance, fetch_document
 from tests.api.test_operator_api import create_run, lease

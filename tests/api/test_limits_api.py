@@ -13,7 +13,7 @@ import httpx
 import pytest
 from mcp import MCPError
 
-from gateway.adapters.python import PythonAdapter
+from gateway.adapters import PythonAdapter
 from tests.api.conftest import CONTRACT, Api, serving_api
 from tests.e2e.serving import code_of
 from tests.mcp.test_mcp_front import MODES, mcp_client

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 from starlette.routing import Route
 
 from gateway.api import openapi, schemas
-from gateway.oauth.routes import PATHS as OAUTH_PATHS
+from gateway.oauth import PATHS as OAUTH_PATHS
 from tests.api.conftest import CONTRACT, Api
 from tests.api.test_operator_api import create_run, lease
 from tests.api.test_resolve import unknown_action

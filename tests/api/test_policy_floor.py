@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from gateway.adapters.python import PythonAdapter
-from gateway.domain.contract import parse_contract
+from gateway.adapters import PythonAdapter
+from gateway.domain import parse_contract
 from gateway.store.records import Principal
 from tests.api.conftest import CONTRACT, Api, serving_api
 from tests.api.test_operator_api import lease

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gateway.gate.pipeline import CallResult
+from gateway.gate import CallResult
 from tests.api.conftest import Api
 from tests.api.test_operator_api import create_run, lease
 

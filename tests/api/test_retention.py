@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 from gateway.cli import main
-from gateway.domain.operations import OPERATION_ID_META
+from gateway.domain import OPERATION_ID_META
 from tests.api.conftest import Api, serving_api
 from tests.api.test_operator_api import create_run, lease
 from tests.e2e.serving import code_of

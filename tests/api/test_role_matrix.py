@@ -18,8 +18,9 @@ import httpx
 import pytest
 from starlette.routing import Route
 
-from gateway.domain.roles import PERMISSIONS, ROLES
-from gateway.oauth.routes import PATHS as OAUTH_PATHS
+from gateway.domain import ROLES
+from gateway.domain.roles import PERMISSIONS
+from gateway.oauth import PATHS as OAUTH_PATHS
 from tests.api.conftest import KEYS, Api
 
 pytestmark = pytest.mark.anyio

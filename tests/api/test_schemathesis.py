@@ -25,7 +25,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from gateway.api.openapi import document
+from gateway.api import document
 from tests.api.conftest import CONTRACT, KEYS, ThreadedApi
 from tests.hostile.checks import SERVER_USES_RANDOM, Record, answer_problems, lost_or_changed, record_of
 

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.domain.keys import api_key_hash
+from gateway.domain import api_key_hash
 from tests.api.conftest import CONTRACT, Api
 from tests.api.test_keys import create_key, status_with
 from tests.api.test_operator_api import create_run, lease

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from gateway.api import events as sse
-from gateway.domain.lifecycle import RunStatus
+from gateway.domain import RunStatus
 from tests.api.conftest import Api
 from tests.api.test_events_sse import STREAM, WAIT, Reader
 from tests.api.test_keys import create_key

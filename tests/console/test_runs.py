@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from gateway.domain.lifecycle import RunStatus
+from gateway.domain import RunStatus
 from tests.api.conftest import Api
 from tests.api.test_operator_api import create_run, lease
 from tests.console.conftest import csrf_of, signed_in

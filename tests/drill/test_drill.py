@@ -22,8 +22,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from gateway.drill import cases  # noqa: F401  (registers every case)
-from gateway.drill.case import REGISTRY
+from gateway.drill import (
+    REGISTRY,
+    cases,  # noqa: F401  (registers every case)
+)
 from gateway.failpoints import SAFEGUARDS
 
 pytestmark = pytest.mark.slow

@@ -20,9 +20,8 @@ import anyio
 import pytest
 
 from gateway.clock import ManualClock
-from gateway.domain.contract import parse_contract
-from gateway.domain.lifecycle import ActionStatus, RunStatus
-from gateway.gate.pipeline import Gate
+from gateway.domain import ActionStatus, RunStatus, parse_contract
+from gateway.gate import Gate
 from gateway.store.postgres import PostgresStore
 from tests.e2e.crm_gateway import LEDGER_KEY, WAIT, Gateway, gateway
 from tests.e2e.serving import code_of, mcp_agent

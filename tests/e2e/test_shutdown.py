@@ -21,7 +21,8 @@ import httpx
 import pytest
 from mcp import Client, types
 
-from gateway.runtime.shutdown import CLOSE_WAIT_S, FORCED_EXIT, SHUT_DOWN_REASON
+from gateway.runtime import CLOSE_WAIT_S, FORCED_EXIT
+from gateway.runtime.shutdown import SHUT_DOWN_REASON
 from tests.e2e.crm_gateway import WAIT, Gateway, exited, gateway
 from tests.e2e.serving import code_of, mcp_agent
 from tests.integration.test_http_services import Service

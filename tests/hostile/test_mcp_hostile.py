@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from mcp_types import INTERNAL_ERROR
 
 from gateway.errors import CALL_CODES
-from gateway.mcp.server import WARRANT_TOOLS as GATEWAY_TOOLS
+from gateway.mcp import WARRANT_TOOLS as GATEWAY_TOOLS
 from tests.hostile.checks import SERVER_USES_RANDOM, answer_problems, lost_or_changed, record_of, server_error_problem
 from tests.hostile.conftest import MCP_HEADERS, World
 

@@ -23,14 +23,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.adapters.http.openapi_import import OpenApiError, import_openapi
+from gateway.adapters.http import OpenApiError, import_openapi
 from gateway.cli.adapters import read_spec
 from gateway.cli.http import ApiFailed
 from gateway.cli.runs import read_contract
 from gateway.config import load_adapter, load_settings
-from gateway.domain.contract import parse_contract
+from gateway.domain import parse_contract
 from gateway.errors import ConfigError, InvalidRequest
-from gateway.policy.loader import load_policies
+from gateway.policy import load_policies
 from gateway.yamlfile import MAX_BYTES, read_yaml
 
 EXAMPLES = 150

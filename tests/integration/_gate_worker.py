@@ -19,12 +19,11 @@ import os
 import sys
 from typing import Any
 
-from gateway.adapters.base import CallRequest
-from gateway.adapters.python import PythonAdapter
-from gateway.catalog.catalog import Catalog
+from gateway.adapters import CallRequest, PythonAdapter
+from gateway.catalog import Catalog
 from gateway.clock import ManualClock
-from gateway.gate.pipeline import META_BUDGET, Gate
-from gateway.policy.model import ToolPolicy
+from gateway.gate import META_BUDGET, Gate
+from gateway.policy import ToolPolicy
 from gateway.store.sqlite import SQLiteStore
 
 

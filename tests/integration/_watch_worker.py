@@ -17,8 +17,7 @@ from typing import Any
 
 from gateway.clock import ManualClock
 from gateway.config import WatchdogSettings, Webhook
-from gateway.runtime.watchdog import Watchdog
-from gateway.runtime.webhooks import Deliverer
+from gateway.runtime import Deliverer, Watchdog
 from gateway.store.sqlite import SQLiteStore
 
 

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from gateway.domain.report import build_report
-from gateway.domain.units import format_money
+from gateway.domain import build_report, format_money
 from gateway.store.records import SettleKind, Settlement
 from tests.harness import OPS, TENANT, Run, World, code_of
 

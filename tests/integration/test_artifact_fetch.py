@@ -15,8 +15,9 @@ from typing import Any
 import anyio
 import pytest
 
-from gateway.domain.checks import ArtifactRef, SourceRef, milestone_status
-from gateway.tools.evidence import Fetcher, recheck_source, run_checks
+from gateway.domain import ArtifactRef, SourceRef, milestone_status
+from gateway.tools import Fetcher, run_checks
+from gateway.tools.evidence import recheck_source
 from tests.harness import WAIT, answer_lifespan, uvicorn_serving
 
 pytestmark = pytest.mark.anyio

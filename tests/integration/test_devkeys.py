@@ -11,7 +11,7 @@ import pytest
 from gateway.cli import devkeys
 from gateway.clock import SystemClock
 from gateway.config import Settings, load_settings
-from gateway.domain.keys import api_key_hash
+from gateway.domain import api_key_hash
 from gateway.store.factory import open_store
 
 pytestmark = pytest.mark.anyio

@@ -9,8 +9,9 @@ import asyncio
 import anyio
 import pytest
 
-from gateway.domain.lifecycle import ActionStatus
-from gateway.runtime.shutdown import SHUT_DOWN_REASON, Drain
+from gateway.domain import ActionStatus
+from gateway.runtime import Drain
+from gateway.runtime.shutdown import SHUT_DOWN_REASON
 from tests.harness import TENANT, WAIT, World, code_of
 
 pytestmark = pytest.mark.anyio

@@ -19,9 +19,8 @@ import anyio
 import pytest
 
 from gateway.clock import ManualClock
-from gateway.domain.contract import parse_contract
-from gateway.domain.lifecycle import ActionStatus
-from gateway.gate.pipeline import Gate
+from gateway.domain import ActionStatus, parse_contract
+from gateway.gate import Gate
 from gateway.store.records import LeaseGrant, RunRecord
 from gateway.store.sqlite import SQLiteStore
 from tests.harness import LEDGER_KEY, OPS, TENANT, Tools, code_of, contract

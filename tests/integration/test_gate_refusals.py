@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from gateway.domain.answers import WAITING_CODES
-from gateway.domain.lifecycle import ActionStatus
+from gateway.domain import WAITING_CODES, ActionStatus
 from gateway.errors import Unauthenticated
-from gateway.gate.pipeline import META_ACTION_ID, META_CODE, CallResult
+from gateway.gate import META_ACTION_ID, META_CODE, CallResult
 from tests.harness import OPS, Run, World, code_of, op
 
 pytestmark = pytest.mark.anyio

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain.contract import parse_contract
-from gateway.domain.leases import token_hash
-from gateway.domain.revision import merge_patch
+from gateway.domain import merge_patch, parse_contract, token_hash
 from tests.harness import OPS, World, code_of, contract
 
 pytestmark = pytest.mark.anyio

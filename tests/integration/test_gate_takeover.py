@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain.lifecycle import ActionStatus
-from gateway.gate.pipeline import META_ACTION_ID, META_REPLAYED
+from gateway.domain import ActionStatus
+from gateway.gate import META_ACTION_ID, META_REPLAYED
 from tests.harness import World, code_of, op, text_of
 
 pytestmark = pytest.mark.anyio

@@ -26,8 +26,8 @@ from anyio.abc import Process
 from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.config import load_settings
-from gateway.domain.operations import OPERATION_ID_META
-from gateway.gate.pipeline import CallResult
+from gateway.domain import OPERATION_ID_META
+from gateway.gate import CallResult
 from gateway.service import Gateway
 from tests.harness import free_port, uvicorn_serving
 

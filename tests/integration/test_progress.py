@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.adapters.python import PythonAdapter
+from gateway.adapters import PythonAdapter
 from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.config import load_settings

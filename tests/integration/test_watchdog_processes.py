@@ -19,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.clock import ManualClock
-from gateway.domain.contract import parse_contract
+from gateway.domain import parse_contract
 from gateway.store.sqlite import SQLiteStore
 from tests.harness import LEDGER_KEY, OPS, contract, uvicorn_serving
 from tests.integration.test_gate_processes import Worker as GateWorker

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.adapters.base import Adapter, CallRequest, Outcome, OutcomeKind, ToolDefinition
+from gateway.adapters import Adapter, CallRequest, Outcome, OutcomeKind, ToolDefinition
 
 # A 1x1 red PNG and a minimal WAV, base64: the suite checks type, data and mimeType only.
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="

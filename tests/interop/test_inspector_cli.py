@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from gateway.mcp.server import WARRANT_TOOLS
+from gateway.mcp import WARRANT_TOOLS
 from tests.api.conftest import Api
 from tests.interop.conftest import lease_token
 from tests.interop.nodejs import INSPECTOR, Ran, run_node

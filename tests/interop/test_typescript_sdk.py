@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from gateway.mcp.server import WARRANT_TOOLS
+from gateway.mcp import WARRANT_TOOLS
 from tests.api.conftest import Api
 from tests.interop.conftest import lease_token
 from tests.interop.nodejs import run_node

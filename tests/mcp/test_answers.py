@@ -19,7 +19,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.adapters.python import PythonAdapter
+from gateway.adapters import PythonAdapter
 from gateway.gate.pipeline import replay_structured
 from tests.api.conftest import CONTRACT, Api, serving_api
 

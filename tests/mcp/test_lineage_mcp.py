@@ -8,7 +8,7 @@ from typing import Any
 import mcp.types as types
 import pytest
 
-from gateway.domain.operations import OPERATION_ID_META
+from gateway.domain import OPERATION_ID_META
 from tests.api.conftest import CONTRACT, Api
 from tests.e2e.serving import code_of
 from tests.mcp.test_mcp_front import mcp_client, start

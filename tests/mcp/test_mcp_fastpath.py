@@ -27,11 +27,11 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.gate.limits import BodyCap
-from gateway.gate.pipeline import CallResult
-from gateway.mcp.accelerators.fastpath import FastPath, _modern_response
-from gateway.mcp.server import LeaseTokenGuard, result_body, to_mcp_result
-from gateway.oauth.resource import OAuthResource
+from gateway.gate import BodyCap, CallResult
+from gateway.mcp import LeaseTokenGuard, result_body, to_mcp_result
+from gateway.mcp.accelerators import FastPath
+from gateway.mcp.accelerators.fastpath import _modern_response
+from gateway.oauth import OAuthResource
 from tests.api.conftest import CONTRACT, Api
 
 pytestmark = pytest.mark.anyio

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from starlette.routing import Route
 
-from gateway.oauth.routes import PATHS
+from gateway.oauth import PATHS
 from tests.api.conftest import Api, serving_api
 
 pytestmark = pytest.mark.anyio

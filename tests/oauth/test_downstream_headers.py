@@ -19,8 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from gateway.adapters.http.adapter import HttpAdapter
-from gateway.adapters.http.config import HttpAdapterConfig
+from gateway.adapters.http import HttpAdapter, HttpAdapterConfig
 from tests.api.conftest import serving_api
 from tests.harness import free_port
 from tests.oauth.conftest import OAUTH, FormBrowser, code_of, write_templates

@@ -18,7 +18,8 @@ import pytest
 from mcp.shared.auth import OAuthClientInformationFull
 
 from gateway.clock import ManualClock
-from gateway.oauth.clients import CACHE_SECONDS, FAILED_SECONDS, ClientRejected, MetadataDocuments
+from gateway.oauth import ClientRejected, MetadataDocuments
+from gateway.oauth.clients import CACHE_SECONDS, FAILED_SECONDS
 from tests.api.conftest import Api, serving_api
 from tests.oauth.conftest import FormBrowser, code_of, write_templates
 from tests.oauth.flow import (

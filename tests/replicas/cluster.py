@@ -30,7 +30,8 @@ import httpx
 import psycopg
 from psycopg.rows import dict_row
 
-from gateway.drill.world import Agent, Service, free_port, stop_process
+from gateway.drill import Agent, Service
+from gateway.drill.world import free_port, stop_process
 from gateway.yamlfile import read_yaml
 from tests.harness_postgres import fresh_database
 

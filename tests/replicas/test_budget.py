@@ -8,7 +8,7 @@ import time
 import anyio
 import pytest
 
-from gateway.drill.world import Reply
+from gateway.drill import Reply
 from tests.replicas.cluster import CONTRACT, Cluster
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from gateway.drill.world import Reply
+from gateway.drill import Reply
 from tests.replicas.cluster import Cluster
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

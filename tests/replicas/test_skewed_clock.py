@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from gateway.drill.world import Agent
+from gateway.drill import Agent
 from tests.replicas.cluster import Cluster, open_cluster
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain.contract import parse_contract
+from gateway.domain import parse_contract
 from gateway.errors import InvalidRequest
 from gateway.store.records import ActionRecord, Principal
 from gateway.store.sqlite_rows import encode_cursor

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.api import export
-from gateway.api.export import bundle_lines
+from gateway.api import bundle_lines, export
 from gateway.store import action_spool
 from gateway.store.action_spool import ActionSpool
 from gateway.store.bundle import action_line, blob_line, end_line, entry_refs, event_line, header_line, verify_bundle

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain.contract import parse_contract
-from gateway.domain.keys import ApiKeyRecord, KeyStatus, api_key_hash, mint_api_key
-from gateway.domain.leases import token_hash
+from gateway.domain import ApiKeyRecord, KeyStatus, api_key_hash, mint_api_key, parse_contract, token_hash
 from gateway.errors import Conflict, InvalidRequest, NotFound, Refusal
 from gateway.store.records import Principal
 from tests.harness import OPS, TENANT, World, contract

@@ -18,9 +18,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from gateway.api.export import bundle_lines
+from gateway.api import bundle_lines
 from gateway.clock import ManualClock
-from gateway.domain.retention import PurgeScope
+from gateway.domain import PurgeScope
 from gateway.store.bundle import BundleReport, verify_bundle
 from gateway.store.chain import ENTRY_VERSION
 from tests.harness import LEDGER_KEY, OPS, TENANT, Backend, SQLiteBackend, World, code_of, open_world

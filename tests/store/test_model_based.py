@@ -58,12 +58,9 @@ from hypothesis.stateful import (
 
 from gateway import failpoints
 from gateway.clock import ManualClock
-from gateway.domain.contract import parse_contract
-from gateway.domain.keys import api_key_hash, mint_api_key
-from gateway.domain.leases import token_hash
-from gateway.domain.revision import merge_patch
+from gateway.domain import api_key_hash, merge_patch, mint_api_key, parse_contract, token_hash
 from gateway.errors import WarrantError
-from gateway.gate.pipeline import Gate
+from gateway.gate import Gate
 from gateway.store.records import ApprovalStatus, Principal, RunRecord
 from tests.harness import APPROVER, OPS, TENANT, Backend, SQLiteBackend, Tools, contract
 from tests.harness_postgres import PostgresBackend

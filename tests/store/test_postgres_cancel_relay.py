@@ -19,9 +19,8 @@ import pytest
 
 from gateway import backoff
 from gateway.clock import ManualClock
-from gateway.domain.contract import parse_contract
-from gateway.domain.lifecycle import ActionStatus
-from gateway.runtime.cancel_relay import CancelRelay, relaying
+from gateway.domain import ActionStatus, parse_contract
+from gateway.runtime import CancelRelay, relaying
 from gateway.service import Gateway
 from gateway.store.base import Store
 from gateway.store.postgres_notices import APPLICATION_NAME, listen

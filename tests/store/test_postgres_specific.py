@@ -15,10 +15,9 @@ import psycopg
 import pytest
 
 from gateway.clock import ManualClock
-from gateway.domain.contract import parse_contract
-from gateway.domain.leases import token_hash
+from gateway.domain import parse_contract, token_hash
 from gateway.errors import StoreError
-from gateway.gate.pipeline import Gate
+from gateway.gate import Gate
 from gateway.store import postgres_db, sqlite_db
 from gateway.store.factory import open_store, serving
 from gateway.store.postgres import PostgresStore
@@ -307,7 +306,7 @@ async def test_a_runs_next_call_waits_for_its_reads_settle_instead_of_conflictin
 
 async def test_replicas_answering_a_worker_keys_first_requests_at_once_hold_one_lease(fresh: PostgresBackend) -> None:
     """The held lease lives in the store: two replicas granting it at the same moment end with one."""
-    from gateway.gate.held_leases import held_token_for
+    from gateway.gate import held_token_for
 
     clock = ManualClock()
     replicas = [fresh.store(clock, process_id=f"replica-{i}") for i in range(2)]

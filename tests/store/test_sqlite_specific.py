@@ -12,7 +12,7 @@ import aiosqlite
 import pytest
 
 from gateway.clock import ManualClock
-from gateway.domain.contract import parse_contract
+from gateway.domain import parse_contract
 from gateway.errors import StoreError
 from gateway.store.sqlite import SQLiteStore
 from gateway.store.sqlite_db import SCHEMA_VERSION, Database, _migrations

@@ -7,7 +7,7 @@ import asyncio
 import anyio
 import pytest
 
-from gateway.domain.lifecycle import ActionStatus, RunStatus
+from gateway.domain import ActionStatus, RunStatus
 from gateway.errors import Conflict, Forbidden, InvalidRequest
 from gateway.store.records import ApprovalStatus, Principal
 from tests.harness import OPS, TENANT, WAIT, World, code_of, op

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain.lifecycle import ActionStatus
-from gateway.gate.pipeline import META_BUDGET
+from gateway.domain import ActionStatus
+from gateway.gate import META_BUDGET
 from tests.harness import World, code_of
 
 pytestmark = pytest.mark.anyio

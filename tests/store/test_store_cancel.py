@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain.lifecycle import ActionStatus, RunStatus
+from gateway.domain import ActionStatus, RunStatus
 from gateway.errors import Refusal
 from gateway.store.records import ApprovalStatus
 from tests.harness import OPS, World, code_of

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain.lifecycle import RunStatus
-from gateway.domain.units import MAX_MONEY, parse_money
+from gateway.domain import MAX_MONEY, RunStatus, parse_money
 from gateway.errors import DamagedRecord, InvalidRequest, Refusal
 from gateway.store.records import Damaged
 from gateway.store.sqlite_db import _statements

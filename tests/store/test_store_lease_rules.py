@@ -8,9 +8,7 @@ import asyncio
 
 import pytest
 
-from gateway.domain.leases import token_hash
-from gateway.domain.lifecycle import RunStatus
-from gateway.domain.watch import open_alerts
+from gateway.domain import RunStatus, open_alerts, token_hash
 from gateway.errors import Conflict, Refusal
 from gateway.store.records import TokenInfo
 from tests.harness import OPS, World, code_of

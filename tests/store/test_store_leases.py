@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.clock import ManualClock
-from gateway.domain.leases import token_hash
-from gateway.domain.lifecycle import ActionStatus
+from gateway.domain import ActionStatus, token_hash
 from gateway.errors import Conflict, NotFound, Refusal
 from gateway.store.records import SettleKind, Settlement
 from tests.harness import OPS, TENANT, World, code_of

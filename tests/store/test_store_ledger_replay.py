@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain.contract import parse_contract
-from gateway.domain.retention import PurgeScope
+from gateway.domain import PurgeScope, parse_contract
 from gateway.store.records import SettleKind, Settlement
 from tests.harness import OPS, TENANT, World
 

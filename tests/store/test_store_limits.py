@@ -6,10 +6,8 @@ from __future__ import annotations
 import pytest
 
 from gateway.canonical import canonical_json, sha256_hex
-from gateway.domain.lifecycle import ActionStatus
-from gateway.domain.limits import Rate, RateLimits
-from gateway.gate.limits import LimitSettings
-from gateway.gate.pipeline import Gate
+from gateway.domain import ActionStatus, Rate, RateLimits
+from gateway.gate import Gate, LimitSettings
 from tests.harness import TENANT, World, code_of
 
 pytestmark = pytest.mark.anyio
@@ -166,7 +164,7 @@ async def test_a_second_gateway_process_on_the_same_store_sees_the_same_counts(w
 
 
 async def test_a_tokens_refusals_past_its_rate_are_answered_rate_limited_and_not_recorded(world: World) -> None:
-    from gateway.domain.refusals import RefusalLimits
+    from gateway.domain import RefusalLimits
     from gateway.errors import Refusal
 
     world.store.refusal_limits = RefusalLimits(rate=Rate(3, 60.0), max_per_run=None)
@@ -190,7 +188,7 @@ async def test_a_tokens_refusals_past_its_rate_are_answered_rate_limited_and_not
 
 
 async def test_refusals_the_limits_drop_are_counted_per_lease_token_and_limit_in_one_row_each(world: World) -> None:
-    from gateway.domain.refusals import RefusalLimits
+    from gateway.domain import RefusalLimits
     from gateway.errors import Refusal
 
     world.store.refusal_limits = RefusalLimits(rate=Rate(3, 60.0), max_per_run=5)

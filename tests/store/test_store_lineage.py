@@ -7,13 +7,9 @@ from typing import Any
 
 import pytest
 
-from gateway.domain.contract import Contract, parse_contract
-from gateway.domain.leases import token_hash
-from gateway.domain.lifecycle import ActionStatus, RunStatus
-from gateway.domain.report import build_report
-from gateway.domain.revision import merge_patch
+from gateway.domain import ActionStatus, Contract, RunStatus, build_report, merge_patch, parse_contract, token_hash
 from gateway.errors import Conflict, Forbidden, InvalidRequest, Refusal
-from gateway.gate.pipeline import META_REPLAYED
+from gateway.gate import META_REPLAYED
 from gateway.store.base import Refused
 from gateway.store.progress_records import MilestoneSubmission
 from gateway.store.records import ApprovalStatus

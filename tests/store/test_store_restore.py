@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain.lifecycle import ActionStatus, RunStatus
+from gateway.domain import ActionStatus, RunStatus
 from tests.harness import OPS, World, code_of
 
 pytestmark = pytest.mark.anyio

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain.lifecycle import ActionStatus
-from gateway.domain.retention import PurgeScope
+from gateway.domain import ActionStatus, PurgeScope
 from gateway.errors import NotFound
-from gateway.gate.pipeline import META_ACTION_ID, META_RECEIPT, META_REPLAYED, META_RESULT_PURGED
+from gateway.gate import META_ACTION_ID, META_RECEIPT, META_REPLAYED, META_RESULT_PURGED
 from tests.harness import TENANT, World, code_of, op, text_of
 
 pytestmark = pytest.mark.anyio

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain.admission import CallFacts, Reservation
-from gateway.domain.lifecycle import ActionStatus
+from gateway.domain import ActionStatus, CallFacts, Reservation
 from gateway.errors import Conflict
 from gateway.store.base import Admitted, Stale
 from gateway.store.records import Intent, SettleKind, Settlement

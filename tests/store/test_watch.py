@@ -7,9 +7,8 @@ import json
 
 import pytest
 
-from gateway.domain.contract import parse_contract
-from gateway.domain.lifecycle import RunStatus
-from gateway.domain.watch import Alert, run_alerts
+from gateway.domain import Alert, RunStatus, parse_contract
+from gateway.domain.watch import run_alerts
 from gateway.store.base import AlertDraft
 from gateway.store.records import ApprovalStatus, Principal
 from tests.harness import OPS, TENANT, World, code_of, contract

@@ -48,7 +48,7 @@ def test_the_cli_help_tree_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_the_operator_api_document_is_unchanged() -> None:
-    from gateway.api.openapi import document
+    from gateway.api import document
 
     _compare("openapi.json", json.dumps(document(), indent=1, ensure_ascii=False) + "\n")
 

@@ -3,8 +3,7 @@ from typing import Any
 
 import pytest
 
-from gateway.domain.admission import CallFacts, Reservation, RunSnapshot, lease_refusal, refusal_for
-from gateway.domain.lifecycle import RunStatus
+from gateway.domain import CallFacts, Reservation, RunSnapshot, RunStatus, lease_refusal, refusal_for
 
 NOW = 1_800_000_000.0
 LIMITS = {"spend": 2000, "tool_calls": 10, "writes": 5, "active_seconds": 3600}

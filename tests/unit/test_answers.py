@@ -8,18 +8,21 @@ from typing import Any
 
 import pytest
 
-from gateway.domain.admission import CallFacts, Reservation, RunSnapshot, call_refusal
-from gateway.domain.answers import (
-    MAX_SHOWN,
-    argument_names,
+from gateway.domain import (
+    CallFacts,
+    Reservation,
+    RunSnapshot,
+    RunStatus,
+    call_refusal,
     constraint_refusal,
     forbidden_refusal,
     schema_refusal,
-    shown,
+    status_refusal,
 )
-from gateway.domain.lifecycle import RunStatus, status_refusal
+from gateway.domain.answers import MAX_SHOWN, argument_names, shown
 from gateway.errors import CALL_CODES
-from gateway.gate.pipeline import CallResult, replay_structured
+from gateway.gate import CallResult
+from gateway.gate.pipeline import replay_structured
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "refusals.md"
 LIMITS = {"spend": 2000, "tool_calls": 100, "writes": 10, "active_seconds": 7200}

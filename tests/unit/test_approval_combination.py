@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from gateway.domain.approvals import COMBINE, Requirement, combine, looser_than, policy_problems, role_satisfies
-from gateway.domain.contract import ApprovalRule
-from gateway.domain.units import parse_duration
-from gateway.policy.engine import approval_rule
+from gateway.domain import ApprovalRule, Requirement, combine, parse_duration, policy_problems, role_satisfies
+from gateway.domain.approvals import COMBINE, looser_than
+from gateway.policy import approval_rule
 from tests.unit.test_policy_engine import _spec, _terms
 
 TABLE: list[tuple[str, Any, Any, Any]] = [

@@ -2,10 +2,11 @@ from typing import Any
 
 import pytest
 
-from gateway.adapters.base import Adapter, CallRequest, Outcome, OutcomeKind, ToolDefinition
-from gateway.catalog.catalog import DEFAULT_TIMEOUT, Catalog
+from gateway.adapters import Adapter, CallRequest, Outcome, OutcomeKind, ToolDefinition
+from gateway.catalog import Catalog
+from gateway.catalog.catalog import DEFAULT_TIMEOUT
 from gateway.errors import ConfigError
-from gateway.policy.model import ToolPolicy
+from gateway.policy import ToolPolicy
 
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]}
 

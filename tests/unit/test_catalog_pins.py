@@ -6,12 +6,11 @@ from typing import Any
 
 import pytest
 
-from gateway.adapters.base import Adapter, CallRequest, Outcome, OutcomeKind, ToolDefinition
-from gateway.catalog.catalog import Catalog, PinState
-from gateway.domain.contract import Contract
+from gateway.adapters import Adapter, CallRequest, Outcome, OutcomeKind, ToolDefinition
+from gateway.catalog import Catalog, PinState
+from gateway.domain import Contract
 from gateway.errors import ConfigError
-from gateway.policy.engine import authority_refusal
-from gateway.policy.model import ToolPolicy
+from gateway.policy import ToolPolicy, authority_refusal
 from gateway.store.records import ToolPin
 
 SCHEMA: dict[str, Any] = {"type": "object"}

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gateway.domain.checks import (
+from gateway.domain import (
     ArtifactCheck,
     ArtifactRef,
     CheckResult,
@@ -16,9 +16,9 @@ from gateway.domain.checks import (
     ValidatorCheck,
     milestone_status,
     parse_check,
+    parse_contract,
     parse_host_entry,
 )
-from gateway.domain.contract import parse_contract
 from gateway.errors import InvalidRequest
 
 SHA = "a" * 64

@@ -2,7 +2,7 @@ from typing import Any
 
 import pytest
 
-from gateway.domain.contract import DIMENSIONS, Contract, parse_contract
+from gateway.domain import DIMENSIONS, Contract, parse_contract
 from gateway.errors import InvalidRequest
 
 

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from gateway.domain.deception import marks
+from gateway.domain import marks
 
 CASES: list[tuple[Any, list[tuple[str, str, tuple[str, ...]]]]] = [
     ({"to": "ceo@acme.example"}, []),

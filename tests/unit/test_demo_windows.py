@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.domain.contract import ApprovalRule, Contract, parse_contract
-from gateway.domain.units import parse_duration
-from gateway.policy.loader import load_policies
+from gateway.domain import ApprovalRule, Contract, parse_contract, parse_duration
+from gateway.policy import load_policies
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACTS = sorted((ROOT / "examples" / "contracts").glob("*.json"))

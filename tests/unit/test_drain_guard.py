@@ -11,7 +11,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gateway.runtime.shutdown import RETRY_AFTER_S, Drain, DrainGuard
+from gateway.runtime import Drain, DrainGuard
+from gateway.runtime.shutdown import RETRY_AFTER_S
 
 pytestmark = pytest.mark.anyio
 

@@ -17,9 +17,10 @@ import pytest
 import respx
 
 from gateway.config import ArtifactSettings, load_settings
-from gateway.domain.checks import ArtifactRef, CheckResult, SourceRef, milestone_status
+from gateway.domain import ArtifactRef, CheckResult, SourceRef, milestone_status
 from gateway.errors import ConfigError
-from gateway.tools.evidence import Fetcher, ReadResult, build_fetcher, recheck_artifact, recheck_source, run_checks
+from gateway.tools import Fetcher, build_fetcher, run_checks
+from gateway.tools.evidence import ReadResult, recheck_artifact, recheck_source
 
 pytestmark = pytest.mark.anyio
 

@@ -1,6 +1,7 @@
 import pytest
 
-from gateway.domain.expressions import Expression, ExpressionError, compiled
+from gateway.domain import ExpressionError, compiled
+from gateway.domain.expressions import Expression
 
 
 @pytest.mark.parametrize("source", ["", "   ", "args.to.endsWith(", "a b", "args.(", "1 +"])

@@ -11,21 +11,25 @@ from typing import Any
 
 import pytest
 
-from gateway.domain.admission import DEAD_CODES, RunSnapshot, dead_refusal, lease_refusal
-from gateway.domain.lease_rules import (
-    LEASE_RULES,
-    RULES,
+from gateway.domain import (
     LeaseState,
     LeaseWrite,
+    RunSnapshot,
+    RunStatus,
+    RunWatch,
+    dead_refusal,
     lease_held,
+    lease_refusal,
     lease_rule,
     lease_write,
     reestablishes,
     renewal_due,
     resumed_expiry,
 )
-from gateway.domain.lifecycle import TERMINAL, RunStatus
-from gateway.domain.watch import RunWatch, run_alerts
+from gateway.domain.admission import DEAD_CODES
+from gateway.domain.lease_rules import LEASE_RULES, RULES
+from gateway.domain.lifecycle import TERMINAL
+from gateway.domain.watch import run_alerts
 
 NOW = 1_800_000_000.0
 TTL = 300.0

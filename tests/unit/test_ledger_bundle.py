@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from gateway.api.export import bundle_lines
+from gateway.api import bundle_lines
 from gateway.canonical import canonical_json, sha256_hex
-from gateway.domain.retention import PurgeScope
+from gateway.domain import PurgeScope
 from gateway.store.bundle import BundleReport, line_kind, verify_bundle
 from gateway.store.chain import GENESIS, entry_hash
 from tests.harness import LEDGER_KEY, TENANT, World, code_of, edited_body

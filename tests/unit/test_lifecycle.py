@@ -2,18 +2,8 @@ import itertools
 
 import pytest
 
-from gateway.domain.lifecycle import (
-    ACTION_TRANSITIONS,
-    HOLDS_OPERATION,
-    TERMINAL,
-    TRANSITIONS,
-    ActionStatus,
-    RunEvent,
-    RunStatus,
-    check_action_transition,
-    status_refusal,
-    transition,
-)
+from gateway.domain import ActionStatus, RunEvent, RunStatus, status_refusal, transition
+from gateway.domain.lifecycle import ACTION_TRANSITIONS, HOLDS_OPERATION, TERMINAL, TRANSITIONS, check_action_transition
 from gateway.errors import Conflict, Refusal, WarrantError
 
 R, W, P = RunStatus.RUNNING, RunStatus.WAITING, RunStatus.PAUSED

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.adapters.base import Outcome, OutcomeKind
+from gateway.adapters import Outcome, OutcomeKind
 from gateway.config import load_settings
-from gateway.domain.limits import Rate, parse_rate, parse_size, retry_after_header, step
+from gateway.domain import Rate, parse_rate, parse_size, retry_after_header, step
 from gateway.errors import ConfigError
-from gateway.gate.limits import LimitSettings, cap_result, result_size
+from gateway.gate import LimitSettings
+from gateway.gate.limits import cap_result, result_size
 
 ENV = {"WARRANT_LEDGER_KEY": "k"}
 

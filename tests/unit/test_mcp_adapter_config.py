@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.adapters.mcp.adapter import McpAdapter
+from gateway.adapters.mcp import McpAdapter
 from gateway.config import load_adapter
 from gateway.errors import ConfigError
 

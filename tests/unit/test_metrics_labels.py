@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gateway.observe.metrics import OTHER_TOOL, Metrics
+from gateway.observe import Metrics
+from gateway.observe.metrics import OTHER_TOOL
 
 
 def _count(metrics: Metrics, tool: str, outcome: str) -> float:

@@ -10,19 +10,13 @@ import jsonschema
 import pytest
 import yaml
 
-from gateway.adapters.base import Adapter, CallRequest, Outcome, OutcomeKind, ToolDefinition
-from gateway.adapters.http.openapi_import import (
-    IDEMPOTENCY_HEADER,
-    MAX_EXPOSED,
-    TOOL_NAME,
-    WRITE_TIMEOUT,
-    ImportResult,
-    OpenApiError,
-    import_openapi,
-)
-from gateway.catalog.catalog import ADAPTER_NAME, EXPOSED_NAME, Catalog
+from gateway.adapters import Adapter, CallRequest, Outcome, OutcomeKind, ToolDefinition
+from gateway.adapters.http import ImportResult, OpenApiError, import_openapi
+from gateway.adapters.http.openapi_import import IDEMPOTENCY_HEADER, MAX_EXPOSED, TOOL_NAME, WRITE_TIMEOUT
+from gateway.catalog import Catalog
+from gateway.catalog.catalog import ADAPTER_NAME, EXPOSED_NAME
 from gateway.cli.adapters import render
-from gateway.policy.loader import parse_policy
+from gateway.policy import parse_policy
 
 AT = "2026-01-01T00:00:00Z"
 KEY = {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}}

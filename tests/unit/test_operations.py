@@ -3,11 +3,13 @@ import re
 import pytest
 
 from gateway.canonical import payload_sha256
-from gateway.domain.leases import looks_like_token, mint_token, token_hash
-from gateway.domain.operations import (
+from gateway.domain import (
     derive_operation_id,
     idempotency_key,
+    looks_like_token,
+    mint_token,
     repeat_operation_id,
+    token_hash,
     valid_client_operation_id,
 )
 

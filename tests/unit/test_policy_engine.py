@@ -2,12 +2,10 @@ from typing import Any
 
 import pytest
 
-from gateway.adapters.base import CallRequest
-from gateway.adapters.python import PythonAdapter
-from gateway.catalog.catalog import Catalog, ToolSpec
-from gateway.domain.contract import Terms, parse_contract
-from gateway.policy.engine import approval_rule, authority_refusal
-from gateway.policy.model import ToolPolicy
+from gateway.adapters import CallRequest, PythonAdapter
+from gateway.catalog import Catalog, ToolSpec
+from gateway.domain import Terms, parse_contract
+from gateway.policy import ToolPolicy, approval_rule, authority_refusal
 
 SEND_SCHEMA = {
     "type": "object",

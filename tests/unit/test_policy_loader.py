@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from gateway.errors import ConfigError
-from gateway.policy.loader import load_policies, parse_policy
+from gateway.policy import load_policies, parse_policy
 from gateway.yamlfile import read_yaml
 
 DEFAULT = """

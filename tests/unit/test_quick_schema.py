@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.catalog.catalog import quick_check_of
-from gateway.domain.quick_schema import compile_check
+from gateway.domain import compile_check
 
 DIALECTS = {
     "draft6": jsonschema.Draft6Validator,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from gateway.domain.refusals import MAX_REASON, MAX_TOOL, recorded_reason, recorded_tool
+from gateway.domain import recorded_reason, recorded_tool
+from gateway.domain.refusals import MAX_REASON, MAX_TOOL
 
 
 def test_a_name_that_could_be_a_tools_is_recorded_as_it_is() -> None:

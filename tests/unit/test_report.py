@@ -8,18 +8,8 @@ from typing import Any
 import pytest
 
 from gateway.cli.format import report_text
-from gateway.domain.admission import RunSnapshot
-from gateway.domain.lifecycle import RunStatus
-from gateway.domain.report import (
-    Charge,
-    Fact,
-    ReportInputs,
-    ToolCost,
-    build_report,
-    charge_tag,
-    recovery_windows,
-    review_time,
-)
+from gateway.domain import Charge, Fact, ReportInputs, RunSnapshot, RunStatus, ToolCost, build_report, charge_tag
+from gateway.domain.report import recovery_windows, review_time
 from tests.unit.test_admission import NOW, _run
 
 T0 = NOW

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from gateway.config import RetentionSettings, load_settings
-from gateway.domain.lifecycle import ActionStatus
-from gateway.domain.retention import operation_expired
+from gateway.domain import ActionStatus, operation_expired
 from gateway.errors import ConfigError
 
 NOW = 1_800_000_000.0

@@ -9,17 +9,8 @@ from typing import Any
 
 import pytest
 
-from gateway.domain.contract import Contract
-from gateway.domain.revision import (
-    Effect,
-    Narrowed,
-    child_refusal,
-    classify,
-    covers,
-    invalidated_milestones,
-    merge_patch,
-    narrow_child,
-)
+from gateway.domain import Contract, Effect, child_refusal, classify, invalidated_milestones, merge_patch, narrow_child
+from gateway.domain.revision import Narrowed, covers
 from gateway.errors import InvalidRequest, Refusal
 
 BASE: dict[str, Any] = {

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gateway.config import load_settings
-from gateway.domain.checks import ArtifactRef, milestone_status, parse_check
-from gateway.tools.evidence import build_fetcher, run_checks
+from gateway.domain import ArtifactRef, milestone_status, parse_check
+from gateway.tools import build_fetcher, run_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {"WARRANT_ADMIN_KEY": "k", "WARRANT_LEDGER_KEY": "l", "CRM_TOKEN": "c", "EMAIL_TOKEN": "e"}

@@ -9,10 +9,9 @@ import pytest
 
 from gateway.app import build_catalog
 from gateway.config import load_adapter, load_settings
-from gateway.domain.contract import parse_contract
-from gateway.domain.expressions import compiled
+from gateway.domain import compiled, parse_contract
 from gateway.errors import ConfigError
-from gateway.policy.loader import load_policies
+from gateway.policy import load_policies
 
 ROOT = Path(__file__).resolve().parents[2]
 

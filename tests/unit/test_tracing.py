@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import ProxyTracer, SpanKind
 from opentelemetry.util._once import Once
 
-from gateway.adapters.base import OutcomeKind
+from gateway.adapters import OutcomeKind
 from gateway.adapters.mcp import lean_client as mcp_http
 from gateway.observe import tracing
 from tests.api.conftest import CONTRACT, make_app

@@ -1,14 +1,7 @@
 import pytest
 
-from gateway.domain.units import (
-    MAX_DURATION,
-    currency_exponent,
-    format_duration,
-    format_money,
-    parse_duration,
-    parse_money,
-    reported_money,
-)
+from gateway.domain import currency_exponent, format_duration, format_money, parse_duration, parse_money, reported_money
+from gateway.domain.units import MAX_DURATION
 
 
 @pytest.mark.parametrize(

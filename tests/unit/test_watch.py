@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gateway.config import load_settings
-from gateway.domain.lifecycle import RunStatus
-from gateway.domain.watch import PendingApproval, RunWatch, UnknownAction, open_alerts, run_alerts
+from gateway.domain import PendingApproval, RunStatus, RunWatch, UnknownAction, open_alerts
+from gateway.domain.watch import run_alerts
 from gateway.errors import ConfigError
 
 NOW = 1_800_000_000.0
