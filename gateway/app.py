@@ -37,7 +37,7 @@ from gateway.catalog.pins import Pins
 from gateway.clock import Clock, OffsetClock, SystemClock
 from gateway.config import Settings, load_adapter
 from gateway.console import console_routes
-from gateway.errors import ConfigError, NotFound
+from gateway.errors import Code, ConfigError, NotFound
 from gateway.gate.limits import BodyCap
 from gateway.gate.pipeline import Gate
 from gateway.mcp.runs import PATH as RUNS_PATH
@@ -88,7 +88,9 @@ async def not_found(request: Request, exc: Exception) -> Response:
 async def method_not_allowed(request: Request, exc: Exception) -> Response:
     """A route that exists but not for this method: the JSON envelope, and the Allow header."""
     headers = dict(getattr(exc, "headers", None) or {})
-    body = {"error": {"code": "method_not_allowed", "message": f"{request.method} is not served at {request.url.path}"}}
+    body = {
+        "error": {"code": Code.METHOD_NOT_ALLOWED, "message": f"{request.method} is not served at {request.url.path}"}
+    }
     return JSONResponse(body, status_code=405, headers=headers)
 
 

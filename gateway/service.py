@@ -24,7 +24,7 @@ from gateway.domain.lifecycle import ActionStatus, RunEvent, transition
 from gateway.domain.revision import Change, Effect, classify, merge_patch, require_narrowing
 from gateway.domain.roles import permits
 from gateway.domain.units import parse_money
-from gateway.errors import Conflict, InvalidRequest
+from gateway.errors import Code, Conflict, InvalidRequest
 from gateway.gate.pipeline import Gate
 from gateway.gate.reconcile import reconcile_run
 from gateway.runtime.watchdog import Watchdog
@@ -64,14 +64,14 @@ class Gateway:
         if contract.currency != self.catalog.currency:
             raise InvalidRequest(
                 f"this gateway's policies are in {self.catalog.currency}, the contract in {contract.currency}",
-                code="invalid_contract",
+                code=Code.INVALID_CONTRACT,
                 problems=[{"field": "currency", "problem": f"must be {self.catalog.currency}"}],
             )
         problems = policy_problems(contract.approvals, self.catalog.approval_floor(), accepted=accepted)
         if problems:
             raise InvalidRequest(
                 f"the contract's approval rules ask less than the gateway's policy ({len(problems)} field(s))",
-                code="approval_looser_than_policy",
+                code=Code.APPROVAL_LOOSER_THAN_POLICY,
                 problems=problems,
             )
 
@@ -159,7 +159,7 @@ class Gateway:
             # with its real outcome, and a settled one stays as recorded.
             raise Conflict(
                 f"action {action_id} is {action.status.value}; only an unknown action can be resolved",
-                code="invalid_transition",
+                code=Code.INVALID_TRANSITION,
                 status=action.status.value,
                 target=kind.value,
             )
@@ -170,7 +170,7 @@ class Gateway:
             try:
                 spend = parse_money(actual_spend, run.currency)
             except ValueError as exc:
-                raise InvalidRequest(f"actual_spend: {exc}", code="invalid_request") from None
+                raise InvalidRequest(f"actual_spend: {exc}", code=Code.INVALID_REQUEST) from None
         receipt = {"resolved_by": principal.name, "evidence": evidence, "status": kind.value}
         if receipt_id is not None:
             receipt["id"] = receipt_id
@@ -178,7 +178,7 @@ class Gateway:
         settlement = Settlement(
             kind=kind,
             sent=True,
-            code=None if kind is SettleKind.SUCCEEDED else "upstream_failed",
+            code=None if kind is SettleKind.SUCCEEDED else Code.UPSTREAM_FAILED,
             reason=f"resolved by an operator: {text}",
             receipt=receipt,
             result={"content": [{"type": "text", "text": text}], "structured": {"receipt": receipt}}
@@ -208,14 +208,14 @@ class Gateway:
         if spec_version == run.spec_version:
             raise Conflict(
                 f"the run is already at {spec_version}; a revision names a new spec_version",
-                code="spec_version_unchanged",
+                code=Code.SPEC_VERSION_UNCHANGED,
             )
         patched = merge_patch(run.contract, patch)
         named = patch.get("spec_version")
         if named is not None and named != spec_version:
             raise InvalidRequest(
                 "the patch names another spec_version than the request",
-                code="invalid_contract",
+                code=Code.INVALID_CONTRACT,
                 problems=[{"field": "spec_version", "problem": f"the request names {spec_version}"}],
             )
         contract = parse_contract(patched | {"spec_version": spec_version})

@@ -19,6 +19,7 @@ from typing import Any
 
 from gateway.adapters.base import Adapter, CallRequest, Outcome, OutcomeKind, ToolDefinition
 from gateway.canonical import canonical_json, sha256_hex
+from gateway.errors import Code
 
 ToolFunction = Callable[[dict[str, Any], CallRequest], Awaitable[Any]]
 
@@ -30,7 +31,7 @@ class NotSent(Exception):
 class ToolFailed(Exception):
     """The tool definitely failed and did nothing lasting."""
 
-    def __init__(self, message: str, code: str = "upstream_failed") -> None:
+    def __init__(self, message: str, code: str = Code.UPSTREAM_FAILED) -> None:
         super().__init__(message)
         self.code = code
 
@@ -67,11 +68,11 @@ class PythonAdapter(Adapter):
     async def call(self, request: CallRequest) -> Outcome:
         entry = self._tools.get(request.tool)
         if entry is None:
-            return Outcome(OutcomeKind.NOT_SENT, code="tool_not_found", message=f"no tool {request.tool}")
+            return Outcome(OutcomeKind.NOT_SENT, code=Code.TOOL_NOT_FOUND, message=f"no tool {request.tool}")
         try:
             value = await entry[1](request.arguments, request)
         except NotSent as exc:
-            return Outcome(OutcomeKind.NOT_SENT, code="upstream_unavailable", message=str(exc))
+            return Outcome(OutcomeKind.NOT_SENT, code=Code.UPSTREAM_UNAVAILABLE, message=str(exc))
         except ToolFailed as exc:
             return Outcome(OutcomeKind.FAILED, code=exc.code, message=str(exc))
         return to_outcome(value)

@@ -36,7 +36,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from gateway.api.views import event_view
-from gateway.errors import InvalidRequest, WarrantError
+from gateway.errors import Code, InvalidRequest, WarrantError
 from gateway.service import Gateway
 from gateway.store.records import EventRecord
 
@@ -70,7 +70,7 @@ def start_after(request: Request) -> int:
         or "0"
     )
     if not (raw.isascii() and raw.isdigit() and len(raw) <= MAX_SEQ_DIGITS):
-        raise InvalidRequest("the cursor must be the seq of the last event seen", code="invalid_cursor")
+        raise InvalidRequest("the cursor must be the seq of the last event seen", code=Code.INVALID_CURSOR)
     return int(raw)
 
 

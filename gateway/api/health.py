@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 
 from gateway import __version__
 from gateway.api.routes import endpoint
-from gateway.errors import WarrantError
+from gateway.errors import Code, WarrantError
 from gateway.observe.metrics import BUDGET_RUNS, CONTENT_TYPE
 from gateway.service import Gateway
 from gateway.store.records import Principal
@@ -52,7 +52,7 @@ async def health_checks(gateway: Gateway) -> dict[str, dict[str, Any]]:
     try:
         checks = await asyncio.wait_for(gateway.store.health(), HEALTH_TIMEOUT)
     except TimeoutError:
-        checks = {"store": {"status": "down", "code": "store_unavailable", "timeout": HEALTH_TIMEOUT}}
+        checks = {"store": {"status": "down", "code": Code.STORE_UNAVAILABLE, "timeout": HEALTH_TIMEOUT}}
     except WarrantError as exc:
         checks = {"store": {"status": "down", "code": exc.code}}
     for adapter in gateway.adapters:
@@ -60,7 +60,7 @@ async def health_checks(gateway: Gateway) -> dict[str, dict[str, Any]]:
             report = dict(adapter.health())
         except Exception:
             log.exception("the health check of adapter %s failed", adapter.name)
-            report = {"status": "down", "code": "health_check_failed"}
+            report = {"status": "down", "code": Code.HEALTH_CHECK_FAILED}
         checks[f"adapter:{adapter.name}"] = report
     if gateway.watchdog is not None:
         checks["watchdog"] = gateway.watchdog.health()

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gateway.errors import Code
+
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 
@@ -51,7 +53,7 @@ class HostGuard:
         if scope["type"] in ("http", "websocket"):
             header = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), None)
             if not host_allowed(header, self.allowed):
-                body = {"error": {"code": "invalid_host", "message": "the Host header does not name this gateway"}}
+                body = {"error": {"code": Code.INVALID_HOST, "message": "the Host header does not name this gateway"}}
                 await JSONResponse(body, status_code=421)(scope, receive, send)
                 return
         await self.app(scope, receive, send)

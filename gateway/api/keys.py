@@ -30,7 +30,7 @@ from gateway.config import ApiKey
 from gateway.domain.keys import ApiKeyRecord, KeyEvent, api_key_hash, mint_api_key, parse_overlap
 from gateway.domain.roles import Role
 from gateway.domain.units import parse_duration
-from gateway.errors import Conflict, InvalidRequest
+from gateway.errors import Code, Conflict, InvalidRequest
 from gateway.service import Gateway
 from gateway.store.records import Principal
 
@@ -130,7 +130,7 @@ def _refuse_config_key(gateway: Gateway, principal: Principal, key_id: str) -> N
         if config_key_id(key) == key_id:
             raise Conflict(
                 f"key {key_id} ({key.name}) is in the configuration file: change it there and restart",
-                code="key_in_config",
+                code=Code.KEY_IN_CONFIG,
             )
 
 
@@ -140,12 +140,12 @@ async def create_key(request: Request, principal: Principal, gateway: Gateway) -
     if body.tenant is not None and body.tenant != principal.tenant:
         raise InvalidRequest(
             "a key is made in your own key's tenant",
-            code="tenant_mismatch",
+            code=Code.TENANT_MISMATCH,
             problems=[{"field": "tenant", "problem": f"must be {principal.tenant}"}],
         )
     expires_in = _seconds("expires_in", body.expires_in)
     if any(key.name == body.name for key in _config_keys(gateway, principal.tenant)):
-        raise Conflict(f"the configuration file has a key named {body.name!r}", code="key_name_taken")
+        raise Conflict(f"the configuration file has a key named {body.name!r}", code=Code.KEY_NAME_TAKEN)
     secret = mint_api_key()
     key = await gateway.store.create_api_key(
         principal, name=body.name, roles=frozenset(body.roles), key_sha256=api_key_hash(secret), expires_in=expires_in

@@ -32,7 +32,7 @@ from gateway.domain.lifecycle import RunStatus, status_refusal
 from gateway.domain.report import build_report
 from gateway.domain.roles import require
 from gateway.domain.units import format_money, parse_money
-from gateway.errors import InvalidRequest, NotFound, Refusal, Unauthenticated, WarrantError
+from gateway.errors import Code, InvalidRequest, NotFound, Refusal, Unauthenticated, WarrantError
 from gateway.gate.held_leases import hold
 from gateway.gate.limits import LimitSettings, RateLimited, check_api_rate, too_large
 from gateway.service import Gateway
@@ -133,7 +133,7 @@ async def read_json(request: Request) -> Any:
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested past the parser's depth
-        raise InvalidRequest("the body is not valid JSON", code="invalid_json").with_status(400) from None
+        raise InvalidRequest("the body is not valid JSON", code=Code.INVALID_JSON).with_status(400) from None
     refuse_nul_body(data)
     return data
 
@@ -152,7 +152,7 @@ def query_limit(request: Request, default: int = 50, maximum: int = 500) -> int:
     if raw is None:
         return default
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 6) or not 1 <= int(raw) <= maximum:
-        raise InvalidRequest(f"limit must be a whole number from 1 to {maximum}", code="invalid_request")
+        raise InvalidRequest(f"limit must be a whole number from 1 to {maximum}", code=Code.INVALID_REQUEST)
     return int(raw)
 
 
@@ -231,7 +231,9 @@ async def create_run(request: Request, principal: Principal, gateway: Gateway) -
 async def list_runs(request: Request, principal: Principal, gateway: Gateway) -> Response:
     status = request.query_params.get("status")
     if status is not None and status not in {s.value for s in RunStatus}:
-        raise InvalidRequest(f"status must be one of {', '.join(s.value for s in RunStatus)}", code="invalid_request")
+        raise InvalidRequest(
+            f"status must be one of {', '.join(s.value for s in RunStatus)}", code=Code.INVALID_REQUEST
+        )
     page = await gateway.store.list_runs(
         principal.tenant, status=status, cursor=request.query_params.get("cursor"), limit=query_limit(request)
     )
@@ -286,7 +288,7 @@ async def held_lease(
         raise status_refusal(held.run.status)
     if not held.current:
         raise Refusal(
-            "lease_superseded",
+            Code.LEASE_SUPERSEDED,
             f"this key's lease on {run_id} was taken over by {held.run.lease_worker}; "
             "it stays dead until the lease is taken over for this key (takeover: true)",
             epoch=held.epoch,
@@ -485,7 +487,7 @@ async def list_approvals(request: Request, principal: Principal, gateway: Gatewa
         status = ApprovalStatus(raw_status) if raw_status else None
     except ValueError:
         raise InvalidRequest(
-            f"status must be one of {', '.join(s.value for s in ApprovalStatus)}", code="invalid_request"
+            f"status must be one of {', '.join(s.value for s in ApprovalStatus)}", code=Code.INVALID_REQUEST
         ) from None
     page = await gateway.store.list_approvals(
         principal.tenant,
@@ -545,7 +547,9 @@ def not_yet(what: str, issue: str) -> Callable[[Request], Awaitable[Response]]:
             await authenticate_key(request, gateway)
         except WarrantError as error:
             return error_response(error)
-        body = {"error": {"code": "not_implemented", "message": f"{what} is not served by this version yet ({issue})"}}
+        body = {
+            "error": {"code": Code.NOT_IMPLEMENTED, "message": f"{what} is not served by this version yet ({issue})"}
+        }
         return JSONResponse(body, status_code=501)
 
     route.__dict__["permission"] = None  # any key; the route answers 501 until it is built

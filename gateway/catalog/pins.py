@@ -26,7 +26,7 @@ from typing import Any
 
 from gateway.adapters.base import Adapter, ToolDefinition
 from gateway.catalog.catalog import Catalog, PinState, ToolSpec, exposed_name
-from gateway.errors import Conflict, InvalidRequest, NotFound
+from gateway.errors import Code, Conflict, InvalidRequest, NotFound
 from gateway.store.base import Store
 from gateway.store.records import Principal, ToolPin
 
@@ -121,11 +121,11 @@ class Pins:
         if spec is None:
             raise NotFound(f"no tool {name}")
         if spec.pin_state is PinState.TRUSTED:
-            raise Conflict(f"{name} is defined in this gateway's configuration; it has no pin", code="not_pinned")
+            raise Conflict(f"{name} is defined in this gateway's configuration; it has no pin", code=Code.NOT_PINNED)
         if definition_sha256 != spec.definition_sha256:
             raise InvalidRequest(
                 f"{definition_sha256} is not the definition of {name} now listed",
-                code="payload_mismatch",
+                code=Code.PAYLOAD_MISMATCH,
                 definition_sha256=spec.definition_sha256,
             ).with_status(409)
         if spec.pin_state is PinState.PINNED:

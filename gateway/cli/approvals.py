@@ -24,6 +24,7 @@ from gateway.cli import http as cli_http
 from gateway.cli.format import cell, compact_json, payload_diff, pretty_json, short_hash, short_time, table
 from gateway.cli.http import ApiFailed, add_url, reporting
 from gateway.cli.runs import api_path, every_item, print_json
+from gateway.errors import Code
 
 
 def add_commands(sub: Any) -> None:
@@ -198,12 +199,14 @@ def _decide(args: argparse.Namespace) -> int:
             match = hash_matches(approval)
             if match is None:
                 raise ApiFailed(
-                    "payload_unavailable",
+                    Code.PAYLOAD_UNAVAILABLE,
                     f"the gateway shows no payload for {approval['approval_id']}: "
                     "decide only with --sha256 of a payload you reviewed",
                 )
             if not match:
-                raise ApiFailed("payload_mismatch", "the payload shown does not hash to the sha256 the gateway states")
+                raise ApiFailed(
+                    Code.PAYLOAD_MISMATCH, "the payload shown does not hash to the sha256 the gateway states"
+                )
             expected = approval["payload_sha256"]
         body = {"expected_sha256": expected} | ({"note": args.note} if args.note else {})
         decided = cli_http.call(http, "POST", api_path("approvals", approval["approval_id"], verb), body)

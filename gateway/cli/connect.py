@@ -32,6 +32,7 @@ import httpx
 from gateway.cli import http as cli_http
 from gateway.cli.http import ApiFailed, reporting
 from gateway.cli.runs import create_run, read_contract
+from gateway.errors import Code
 
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode")
 
@@ -58,7 +59,7 @@ def _connect(args: argparse.Namespace) -> int:
     key = os.environ.get("WARRANT_API_KEY", "")
     if not key:
         raise ApiFailed(
-            "unauthenticated", "set WARRANT_API_KEY to the worker's API key (warrant keys create --role worker)"
+            Code.UNAUTHENTICATED, "set WARRANT_API_KEY to the worker's API key (warrant keys create --role worker)"
         )
     url = (args.url or os.environ.get("WARRANT_URL") or cli_http.DEFAULT_URL).rstrip("/").removesuffix("/mcp")
     run_id = args.run or _create_run(args, url)
@@ -139,9 +140,11 @@ def merge_into(path: Path, top: str, name: str, entry: dict[str, Any]) -> None:
         try:
             loaded = json.loads(path.read_text(encoding="utf-8") or "{}")
         except (OSError, ValueError) as exc:
-            raise ApiFailed("unreadable", f"{path} is not JSON ({exc}); fix or move it, nothing was written") from exc
+            raise ApiFailed(
+                Code.UNREADABLE, f"{path} is not JSON ({exc}); fix or move it, nothing was written"
+            ) from exc
         if not isinstance(loaded, dict) or not isinstance(loaded.get(top, {}), dict):
-            raise ApiFailed("unreadable", f"{path}: expected a JSON object with an object under {top!r}")
+            raise ApiFailed(Code.UNREADABLE, f"{path}: expected a JSON object with an object under {top!r}")
         data = loaded
     data.setdefault(top, {})[name] = entry
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -160,7 +163,7 @@ def _claude_code(args: argparse.Namespace, url: str, run_id: str, key: str) -> i
         return 0
     claude = shutil.which("claude")
     if claude is None:
-        raise ApiFailed("unavailable", "the claude command is not on PATH; run without --write and paste the line")
+        raise ApiFailed(Code.UNAVAILABLE, "the claude command is not on PATH; run without --write and paste the line")
     done = subprocess.run([claude, *command[1:]], check=False)
     return done.returncode
 
@@ -178,7 +181,7 @@ def _create_run(args: argparse.Namespace, url: str) -> str:
     admin = os.environ.get(args.admin_key_env, "")
     if not admin:
         raise ApiFailed(
-            "unauthenticated", f"--contract creates the run: set {args.admin_key_env} to an operator or admin key"
+            Code.UNAUTHENTICATED, f"--contract creates the run: set {args.admin_key_env} to an operator or admin key"
         )
     contract = read_contract(args.contract)
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {admin}"}, timeout=30) as http:

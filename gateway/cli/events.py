@@ -28,6 +28,7 @@ from gateway.cli import http as cli_http
 from gateway.cli.format import event_line
 from gateway.cli.http import ApiFailed, add_url, reporting
 from gateway.cli.runs import api_path, each_item
+from gateway.errors import Code
 
 MAX_DROPS = 8  # reconnections in a row before giving up: pauses of 0.5 s doubling to 10 s, about 45 s in all
 READ_TIMEOUT = 60.0  # seconds of silence that count as a drop (the gateway sends a keepalive every 15)
@@ -112,10 +113,10 @@ def follow(
         except httpx.TransportError as exc:
             why = type(exc).__name__
         except ValueError as exc:
-            raise ApiFailed("invalid_response", f"the event stream sent something that is not JSON: {exc}") from exc
+            raise ApiFailed(Code.INVALID_RESPONSE, f"the event stream sent something that is not JSON: {exc}") from exc
         drops += 1
         if drops > max_drops:
-            raise ApiFailed("unreachable", f"the event stream of {run_id} dropped {drops} times in a row ({why})")
+            raise ApiFailed(Code.UNREACHABLE, f"the event stream of {run_id} dropped {drops} times in a row ({why})")
         print(f"warrant: the event stream dropped ({why}); resuming after seq {last}", file=sys.stderr, flush=True)
         sleep(backoff_delay(drops, initial=0.5, cap=10.0))
 

@@ -17,10 +17,14 @@ from typing import Any
 
 import httpx
 
+from gateway.errors import Code
+
 DEFAULT_URL = "http://127.0.0.1:8700"
 
 
 class ApiFailed(Exception):
+    """An API refusal (its code as the gateway said it), or the CLI's own (a `Code`: unreachable, ...)."""
+
     def __init__(self, code: str, message: str) -> None:
         super().__init__(f"[{code}] {message}")
         self.code = code
@@ -35,7 +39,7 @@ def client(args: argparse.Namespace) -> httpx.Client:
     """Raises: ApiFailed `unauthenticated` when WARRANT_API_KEY is not set."""
     key = os.environ.get("WARRANT_API_KEY", "")
     if not key:
-        raise ApiFailed("unauthenticated", "set WARRANT_API_KEY to an API key of the gateway")
+        raise ApiFailed(Code.UNAUTHENTICATED, "set WARRANT_API_KEY to an API key of the gateway")
     url = (args.url or os.environ.get("WARRANT_URL") or DEFAULT_URL).rstrip("/")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # plain output: no request log lines
     return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
@@ -46,7 +50,9 @@ def call(client: httpx.Client, method: str, path: str, body: Any = None, params:
     try:
         response = client.request(method, path, json=body, params=params)
     except httpx.HTTPError as exc:
-        raise ApiFailed("unreachable", f"cannot reach the gateway at {client.base_url}: {type(exc).__name__}") from exc
+        raise ApiFailed(
+            Code.UNREACHABLE, f"cannot reach the gateway at {client.base_url}: {type(exc).__name__}"
+        ) from exc
     try:
         data = response.json()
     except ValueError:

@@ -31,6 +31,7 @@ import httpx
 
 from gateway.cli import http as cli_http
 from gateway.cli.http import ApiFailed, add_url, reporting
+from gateway.errors import Code
 from gateway.store.bundle import BundleReport, line_kind, verify_bundle
 
 PROGRESS_EVERY = 1.0  # seconds between progress lines on stderr
@@ -102,7 +103,7 @@ def _export(args: argparse.Namespace) -> int:
             counts.bytes += len(data)
             counts.add(line)
         if not counts.complete:
-            raise ApiFailed("export_incomplete", "the gateway ended the bundle before its end line")
+            raise ApiFailed(Code.EXPORT_INCOMPLETE, "the gateway ended the bundle before its end line")
     if args.json:
         print(json.dumps(counts.as_dict(args.out)), file=sys.stdout if args.out else sys.stderr)
     else:
@@ -125,7 +126,9 @@ def _bundle_lines(http: httpx.Client, run_id: str) -> Iterator[str]:
                 raise ApiFailed(str(error.get("code", response.status_code)), str(error.get("message", "")))
             yield from response.iter_lines()
     except httpx.TransportError as exc:
-        code = "export_incomplete" if isinstance(exc, httpx.ReadError | httpx.RemoteProtocolError) else "unreachable"
+        code = (
+            Code.EXPORT_INCOMPLETE if isinstance(exc, httpx.ReadError | httpx.RemoteProtocolError) else Code.UNREACHABLE
+        )
         raise ApiFailed(code, f"the export from {http.base_url} failed: {type(exc).__name__}") from exc
 
 

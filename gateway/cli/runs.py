@@ -46,7 +46,7 @@ from gateway.cli import http as cli_http
 from gateway.cli.format import budget_lines, cell, report_text, short_hash, short_time, table
 from gateway.cli.http import ApiFailed, add_url, reporting
 from gateway.domain.lifecycle import RunStatus
-from gateway.errors import InvalidRequest
+from gateway.errors import Code, InvalidRequest
 
 MAX_PAGE = 500  # the API's largest `limit`
 
@@ -177,20 +177,20 @@ def read_contract(source: str) -> dict[str, Any]:
     try:
         text = sys.stdin.read() if source == "-" else read_text(Path(source))  # at most MAX_BYTES
     except (OSError, UnicodeDecodeError, ConfigError) as exc:
-        raise ApiFailed("unreadable", f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}") from exc
+        raise ApiFailed(Code.UNREADABLE, f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}") from exc
     try:
         if source.lower().endswith(".json"):
             data = json.loads(text)
         else:  # YAML reads JSON too; stdin may be either
             data = parse_yaml(text)
     except (ValueError, yaml.YAMLError) as exc:
-        raise ApiFailed("invalid_contract", f"{source} is not valid {_kind(source)}: {exc}") from exc
+        raise ApiFailed(Code.INVALID_CONTRACT, f"{source} is not valid {_kind(source)}: {exc}") from exc
     if not isinstance(data, dict):
-        raise ApiFailed("invalid_contract", f"{source}: a contract is a mapping (goal, budgets, authority, ...)")
+        raise ApiFailed(Code.INVALID_CONTRACT, f"{source}: a contract is a mapping (goal, budgets, authority, ...)")
     try:
         json.dumps(data)
     except (TypeError, ValueError) as exc:  # a YAML date or set has no JSON form: quote it
-        raise ApiFailed("invalid_contract", f"{source}: not expressible as JSON ({exc}); quote the value") from exc
+        raise ApiFailed(Code.INVALID_CONTRACT, f"{source}: not expressible as JSON ({exc}); quote the value") from exc
     return data
 
 
@@ -222,7 +222,7 @@ def create_run(http: httpx.Client, contract: dict[str, Any]) -> dict[str, Any]:
         run: dict[str, Any] = cli_http.call(http, "POST", "/api/runs", contract)
     except ApiFailed as exc:
         # The API answers with a count; the same model here names every problem.
-        problems = contract_problems(contract) if exc.code == "invalid_contract" else []
+        problems = contract_problems(contract) if exc.code == Code.INVALID_CONTRACT else []
         if problems:
             raise ApiFailed(exc.code, f"{exc.message}: " + "; ".join(problems)) from exc
         raise
@@ -272,7 +272,7 @@ def runs_table(runs: list[dict[str, Any]]) -> str:
 
 def _list(args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= MAX_PAGE:
-        raise ApiFailed("invalid_request", f"--limit must be from 1 to {MAX_PAGE}")
+        raise ApiFailed(Code.INVALID_REQUEST, f"--limit must be from 1 to {MAX_PAGE}")
     params = {"limit": str(args.limit)} | ({"status": args.status} if args.status else {})
     with cli_http.client(args) as http:
         if args.all:
@@ -378,7 +378,7 @@ def _revise(args: argparse.Namespace) -> int:
         try:
             patch = json.loads(args.patch)
         except ValueError as exc:
-            raise ApiFailed("invalid_request", f"--patch is not valid JSON: {exc}") from exc
+            raise ApiFailed(Code.INVALID_REQUEST, f"--patch is not valid JSON: {exc}") from exc
     else:
         patch = read_contract(args.patch)  # a mapping from a file or stdin, as a contract is read
     body = {"spec_version": args.spec_version, "patch": patch} | ({"reason": args.reason} if args.reason else {})
@@ -502,7 +502,7 @@ def _connections(args: argparse.Namespace) -> int:
 
 def _disconnect(args: argparse.Namespace) -> int:
     if not args.reason.strip():
-        raise ApiFailed("invalid_request", "--reason must say why (it is recorded in the run's history)")
+        raise ApiFailed(Code.INVALID_REQUEST, "--reason must say why (it is recorded in the run's history)")
     with cli_http.client(args) as http:
         path = api_path("runs", args.run_id, "connections", args.grant_id, "revoke")
         shown = cli_http.call(http, "POST", path, {"reason": args.reason})
@@ -543,7 +543,7 @@ def _acquire(args: argparse.Namespace) -> int:
 def _renew(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get("WARRANT_TOKEN", "")
     if not token:
-        raise ApiFailed("unauthenticated", "set WARRANT_TOKEN (or --token) to the run's lease token")
+        raise ApiFailed(Code.UNAUTHENTICATED, "set WARRANT_TOKEN (or --token) to the run's lease token")
     url = (args.url or os.environ.get("WARRANT_URL") or cli_http.DEFAULT_URL).rstrip("/")
     # Authenticated by the lease token itself: no API key, so not cli_http.client.
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:

@@ -16,6 +16,7 @@ from typing import Any
 
 from gateway.cli import http as cli_http
 from gateway.cli.http import ApiFailed, add_url, reporting
+from gateway.errors import Code
 
 
 def add_commands(sub: Any) -> None:
@@ -74,7 +75,7 @@ def _accept(args: argparse.Namespace) -> int:
             items = cli_http.call(client, "GET", "/api/tools/pending")["items"]
             found = [item for item in items if item["tool"] == args.name]
             if not found:
-                raise ApiFailed("not_found", f"no definition of {args.name} is pending")
+                raise ApiFailed(Code.NOT_FOUND, f"no definition of {args.name} is pending")
             _print_pending(found[0])
             sha = found[0]["pin"]["definition_sha256"]
         tool = cli_http.call(client, "POST", f"/api/tools/{args.name}/accept", {"definition_sha256": sha})

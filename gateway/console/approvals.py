@@ -23,7 +23,7 @@ from gateway.api.routes import DecisionBody, gateway_of, query_limit
 from gateway.api.views import approval_view
 from gateway.console.pages import HEADERS, Console
 from gateway.domain.roles import permits, require
-from gateway.errors import InvalidRequest, WarrantError
+from gateway.errors import Code, InvalidRequest, WarrantError
 from gateway.service import Gateway
 from gateway.store.records import ApprovalRecord, ApprovalStatus, Principal
 
@@ -49,7 +49,7 @@ class ApprovalPages:
         """One page of the tenant's approvals in the API's order (GET /api/approvals): pending by default."""
         shown = request.query_params.get("status", "pending")
         if shown not in FILTERS:
-            raise InvalidRequest(f"status must be one of {', '.join(FILTERS)}", code="invalid_request")
+            raise InvalidRequest(f"status must be one of {', '.join(FILTERS)}", code=Code.INVALID_REQUEST)
         page = await gateway.store.list_approvals(
             principal.tenant,
             status=None if shown == "all" else ApprovalStatus(shown),
@@ -134,7 +134,7 @@ def decision(form: dict[str, str]) -> DecisionBody:
         raise InvalidRequest(
             "the form must carry the payload_sha256 the page showed (64 hex digits) and a note of at most "
             "4000 characters: nothing was decided",
-            code="invalid_request",
+            code=Code.INVALID_REQUEST,
         )
     return body
 

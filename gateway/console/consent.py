@@ -28,7 +28,7 @@ from gateway.console.pages import HEADERS, Console, read_form, shown
 from gateway.domain.contract import parse_contract
 from gateway.domain.lifecycle import RunStatus
 from gateway.domain.roles import permits, require
-from gateway.errors import InvalidRequest, NotFound, WarrantError
+from gateway.errors import Code, InvalidRequest, NotFound, WarrantError
 from gateway.oauth.provider import Consent, WarrantAuthorization
 from gateway.oauth.sealed import PendingRequest, unseal
 from gateway.service import Gateway
@@ -93,7 +93,7 @@ class ConsentPages:
     def _expired(self, request: Request, principal: Principal | None, csrf: str = "") -> Response:
         error = InvalidRequest(
             "this sign-in request has expired or was altered: start the connection again from your client",
-            code="consent_expired",
+            code=Code.CONSENT_EXPIRED,
         )
         return self.console.refused(request, error, principal, csrf)
 
@@ -228,11 +228,13 @@ class ConsentPages:
             for field in ("goal", "owner"):
                 value = form.get(f"{field}-{name}", "").strip()
                 if len(value) > MAX_TEXT:
-                    raise InvalidRequest(f"the {field} is over {MAX_TEXT} characters", code="invalid_request")
+                    raise InvalidRequest(f"the {field} is over {MAX_TEXT} characters", code=Code.INVALID_REQUEST)
                 if value:
                     contract[field] = value
             parsed = parse_contract(contract)
             gateway.check_against_policy(parsed)
             run = await gateway.store.create_run(principal, parsed)
             return run.run_id
-        raise InvalidRequest("choose a run to act for, or a contract to start a new run from", code="invalid_request")
+        raise InvalidRequest(
+            "choose a run to act for, or a contract to start a new run from", code=Code.INVALID_REQUEST
+        )

@@ -27,7 +27,7 @@ from starlette.responses import RedirectResponse, Response
 from gateway.api.routes import gateway_of
 from gateway.console import session as sessions
 from gateway.console.pages import HEADERS, Console, landing, safe_next
-from gateway.errors import InvalidRequest, Unauthenticated, WarrantError
+from gateway.errors import Code, InvalidRequest, Unauthenticated, WarrantError
 from gateway.oidc import client as oidc_client
 from gateway.oidc.settings import OidcSettings
 from gateway.store.records import Principal
@@ -72,7 +72,7 @@ class OidcPages:
             too_long = InvalidRequest(
                 "the page to come back to is too long to carry through the provider's sign-in: "
                 "sign in first, then start again from your client",
-                code="invalid_request",
+                code=Code.INVALID_REQUEST,
             )
             return self.console.login_page(request, too_long, next_page=next_page)
         response = RedirectResponse(started.url, status_code=303, headers=HEADERS)
@@ -115,7 +115,7 @@ class OidcPages:
                 raise Unauthenticated(
                     f"{self.settings.label} did not sign you in: {params['error'][:100]}"
                     + (f": {description}" if description else ""),
-                    code="oidc_denied",
+                    code=Code.OIDC_DENIED,
                 )
             code = params.get("code", "")
             if not code:

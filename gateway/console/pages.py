@@ -28,7 +28,7 @@ from gateway.api.views import run_view
 from gateway.console import run_detail
 from gateway.console import session as sessions
 from gateway.domain.roles import permits, require
-from gateway.errors import Forbidden, NotFound, Unauthenticated, WarrantError
+from gateway.errors import Code, Forbidden, NotFound, Unauthenticated, WarrantError
 from gateway.oidc.settings import OidcSettings
 from gateway.service import Gateway
 from gateway.store.records import Principal
@@ -137,7 +137,7 @@ class Console:
     def csrf_refused(self, request: Request, principal: Principal | None) -> Response:
         error = Forbidden(
             "the form carried no valid CSRF token: nothing was changed; reload the page and try again",
-            code="csrf_failed",
+            code=Code.CSRF_FAILED,
         )
         return self.refused(request, error, principal)
 

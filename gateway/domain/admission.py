@@ -13,7 +13,7 @@ from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import RunStatus, status_refusal
 from gateway.domain.limits import CallLimits
 from gateway.domain.units import format_money
-from gateway.errors import Refusal
+from gateway.errors import Code, Refusal
 
 
 @dataclass(frozen=True)
@@ -87,14 +87,14 @@ def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
         return status_refusal(RunStatus.EXPIRED)
     if epoch != run.epoch:
         return Refusal(
-            "lease_superseded",
+            Code.LEASE_SUPERSEDED,
             "this worker's lease was taken over by another; its calls are no longer admitted",
             epoch=epoch,
             current_epoch=run.epoch,
         )
     if run.lease_revoked_at is not None:
         return Refusal(
-            "lease_revoked",
+            Code.LEASE_REVOKED,
             "the API key that granted this lease was revoked; a valid key must grant a new lease",
             epoch=epoch,
         )
@@ -107,7 +107,7 @@ def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
 # run that is over. A paused run or an unread revision are not: the holder goes on once they pass,
 # and may read its run meanwhile.
 DEAD_CODES = frozenset(
-    {"lease_superseded", "lease_revoked", "run_cancelled", "run_completed", "run_failed", "run_expired"}
+    {Code.LEASE_SUPERSEDED, Code.LEASE_REVOKED, Code.RUN_CANCELLED, Code.RUN_COMPLETED, Code.RUN_EXPIRED}
 )
 
 
@@ -121,7 +121,7 @@ def spec_refusal(run: RunSnapshot) -> Refusal | None:
     """A revised contract the worker has not read yet (through warrant_status) refuses its calls."""
     if run.acked_spec_version is not None and run.acked_spec_version != run.spec_version:
         return Refusal(
-            "spec_version_mismatch",
+            Code.SPEC_VERSION_MISMATCH,
             f"the contract was revised to {run.spec_version}; read it with warrant_status before going on",
             spec_version=run.spec_version,
             acknowledged=run.acked_spec_version,
@@ -140,7 +140,7 @@ def call_refusal(run: RunSnapshot, call: CallFacts, now: float) -> Refusal | Non
         return status_refusal(run.status)
     if run.active_seconds(now) >= run.limits["active_seconds"]:
         return Refusal(
-            "budget_exhausted",
+            Code.BUDGET_EXHAUSTED,
             f"not executed: the run has used all of its active_seconds budget ({run.limits['active_seconds']} s of "
             "active time, 0 left); no tool call is admitted; an operator may raise the budget with a revision",
             dimension="active_seconds",
@@ -159,7 +159,7 @@ def call_refusal(run: RunSnapshot, call: CallFacts, now: float) -> Refusal | Non
                 "left": left,
             }
             return Refusal(
-                "budget_exhausted",
+                Code.BUDGET_EXHAUSTED,
                 budget_message(dim, **amounts, holding=run.reserved[dim] > 0),
                 dimension=dim,
                 **amounts,

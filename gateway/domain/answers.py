@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gateway.errors import Refusal
+from gateway.errors import Code, Refusal
 
 # How soon a model waiting on a person is told to check back (seconds). Long enough that a polling
 # agent does not hammer the gateway, short enough that an approval decided in a minute is seen soon.
@@ -25,7 +25,7 @@ CHECK_BACK_S = 30
 # The codes that mean "not executed, nothing is wrong with the call, wait for a person": answered as
 # a non-error result where the tool declares no output schema, so that a framework's retry limit
 # (pydantic-ai aborts a run on the second isError of one tool by default) is not spent on waiting.
-WAITING_CODES = frozenset({"approval_required", "approval_expired", "run_waiting"})
+WAITING_CODES = frozenset({Code.APPROVAL_REQUIRED, Code.APPROVAL_EXPIRED, Code.RUN_WAITING})
 MAX_SHOWN = 80  # characters of one argument's value a refusal quotes back
 MAX_LISTED = 10  # patterns, fields or arguments a message names before "and N more"
 
@@ -78,7 +78,7 @@ def constraint_refusal(tool: str, source: str, arguments: Any, *, evaluated: boo
     values = {n: shown(args[n]) for n in names[:MAX_LISTED] if n in args}
     echo = "; ".join(f"{n} was {v}" for n, v in values.items()) or None
     return Refusal(
-        "constraint_violated",
+        Code.CONSTRAINT_VIOLATED,
         message,
         echo=echo,
         tool=tool,
@@ -100,7 +100,7 @@ def forbidden_refusal(tool: str, allow: Sequence[str], deny: Sequence[str], deni
         + (f" except {listed([f'`{p}`' for p in deny])}" if deny else "")
         + "; tools/list shows the tools this run may call, or an operator may revise the contract"
     )
-    return Refusal("forbidden", message, tool=tool, allow=list(allow), deny=list(deny), denied_by=denied_by)
+    return Refusal(Code.FORBIDDEN, message, tool=tool, allow=list(allow), deny=list(deny), denied_by=denied_by)
 
 
 def schema_refusal(tool: str, faults: Sequence[Mapping[str, str]]) -> Refusal:
@@ -115,7 +115,7 @@ def schema_refusal(tool: str, faults: Sequence[Mapping[str, str]]) -> Refusal:
     )
     echo = "; ".join(f["problem"] for f in faults[:3])
     return Refusal(
-        "invalid_arguments",
+        Code.INVALID_ARGUMENTS,
         message,
         echo=echo or None,
         tool=tool,

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from gateway.domain.checks import check_problems
 from gateway.domain.expressions import Expression, compiled
 from gateway.domain.units import currency_exponent, parse_duration, parse_money
-from gateway.errors import InvalidRequest
+from gateway.errors import Code, InvalidRequest
 
 DIMENSIONS: tuple[str, ...] = ("spend", "tool_calls", "writes", "active_seconds")
 MAX_COUNT = 10**15 - 1
@@ -219,5 +219,5 @@ def parse_contract(data: Any) -> Contract:
     except ValidationError as exc:
         problems = problems_of(exc)
         raise InvalidRequest(
-            f"the contract has {len(problems)} problem(s)", code="invalid_contract", problems=problems
+            f"the contract has {len(problems)} problem(s)", code=Code.INVALID_CONTRACT, problems=problems
         ) from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from gateway.errors import Conflict, Refusal
+from gateway.errors import Code, Conflict, Refusal
 
 
 class RunStatus(StrEnum):
@@ -67,6 +67,15 @@ TRANSITIONS: dict[tuple[RunStatus, RunEvent], RunStatus] = {
 }
 
 
+_STATUS_CODES = {
+    RunStatus.WAITING: Code.RUN_WAITING,
+    RunStatus.PAUSED: Code.RUN_PAUSED,
+    RunStatus.COMPLETED: Code.RUN_COMPLETED,
+    RunStatus.CANCELLED: Code.RUN_CANCELLED,
+    RunStatus.EXPIRED: Code.RUN_EXPIRED,
+}
+
+
 def status_refusal(status: RunStatus) -> Refusal:
     """The refusal a call meets when the run is in `status` (running admits everything)."""
     messages = {
@@ -83,7 +92,7 @@ def status_refusal(status: RunStatus) -> Refusal:
         RunStatus.CANCELLED: "not executed: the run was cancelled by an operator; it admits no further call",
         RunStatus.EXPIRED: "not executed: the run's deadline has passed; it admits no further call",
     }
-    return Refusal(f"run_{status.value}", messages[status], status=status.value)
+    return Refusal(_STATUS_CODES[status], messages[status], status=status.value)
 
 
 def transition(current: RunStatus, event: RunEvent) -> RunStatus:
@@ -100,7 +109,7 @@ def transition(current: RunStatus, event: RunEvent) -> RunStatus:
         raise status_refusal(current)
     raise Conflict(
         f"a {current.value} run cannot {event.value}",
-        code="invalid_transition",
+        code=Code.INVALID_TRANSITION,
         status=current.value,
         event=event.value,
     )
@@ -139,7 +148,7 @@ def check_action_transition(current: ActionStatus, target: ActionStatus) -> None
     if (current, target) not in ACTION_TRANSITIONS:
         raise Conflict(
             f"an {current.value} action cannot become {target.value}",
-            code="invalid_transition",
+            code=Code.INVALID_TRANSITION,
             status=current.value,
             target=target.value,
         )

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from gateway.domain.approvals import dominated
 from gateway.domain.contract import Contract, problems_of
 from gateway.domain.units import parse_duration, parse_money
-from gateway.errors import Forbidden, InvalidRequest, Refusal, WarrantError
+from gateway.errors import Code, Forbidden, InvalidRequest, Refusal, WarrantError
 
 CARVED: tuple[str, ...] = ("spend", "tool_calls", "writes")  # what a child's creation takes from its parent
 
@@ -286,7 +286,7 @@ def classify(old: Contract, new: Contract) -> list[Change]:
     if old.currency != new.currency:
         raise InvalidRequest(
             "a revision cannot change the contract's currency",
-            code="invalid_contract",
+            code=Code.INVALID_CONTRACT,
             problems=[{"field": "currency", "problem": f"must stay {old.currency}"}],
         )
     out: list[Change] = []
@@ -315,7 +315,7 @@ def require_narrowing(changes: Sequence[Change], *, may_widen: bool) -> None:
     """Raises: Forbidden `widening_requires_admin`, naming every widening change, unless `may_widen`."""
     wider = [c.as_dict() for c in changes if c.widens]
     if wider and not may_widen:
-        raise Forbidden("only an admin may widen a run's contract", code="widening_requires_admin", changes=wider)
+        raise Forbidden("only an admin may widen a run's contract", code=Code.WIDENING_REQUIRES_ADMIN, changes=wider)
 
 
 def invalidated_milestones(changes: Sequence[Change]) -> list[str]:
@@ -402,11 +402,11 @@ def child_refusal(problems: list[dict[str, Any]]) -> WarrantError:
     dims = [p["dimension"] for p in problems if "dimension" in p]
     if dims and len(dims) == len(problems):
         return Refusal(
-            "budget_exhausted",
+            Code.BUDGET_EXHAUSTED,
             f"the parent's remaining {dims[0]} cannot cover the child's",
             dimension=dims[0],
             problems=problems,
         )
     return InvalidRequest(
-        f"the child's contract has {len(problems)} problem(s)", code="invalid_contract", problems=problems
+        f"the child's contract has {len(problems)} problem(s)", code=Code.INVALID_CONTRACT, problems=problems
     )

@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from gateway.adapters.base import Outcome, OutcomeKind
 from gateway.domain.limits import CONCURRENCY_RETRY_S, CallLimits, Rate, RateLimits, retry_after_header
 from gateway.domain.refusals import RefusalLimits
-from gateway.errors import InvalidRequest, WarrantError
+from gateway.errors import Code, InvalidRequest, WarrantError
 
 if TYPE_CHECKING:
     from gateway.store.base import Store
@@ -67,7 +67,7 @@ def _rates(rate: RateLimits, tenant: str, key: str) -> tuple[tuple[str, Rate], .
 class RateLimited(WarrantError):
     """Too many requests for a tenant, a key or a run: try again after `retry_after_s`."""
 
-    code = "rate_limited"
+    code = Code.RATE_LIMITED
     http_status = 429
 
     def headers(self) -> dict[str, str]:
@@ -75,7 +75,7 @@ class RateLimited(WarrantError):
 
 
 def too_large(what: str, cap: int) -> InvalidRequest:
-    error = InvalidRequest(f"the {what} is larger than {cap} bytes", code="payload_too_large", max_bytes=cap)
+    error = InvalidRequest(f"the {what} is larger than {cap} bytes", code=Code.PAYLOAD_TOO_LARGE, max_bytes=cap)
     return error.with_status(413)
 
 
@@ -145,7 +145,7 @@ class BodyCap:
             read += len(rest.get("body", b""))
             more = rest.get("more_body", False)
         message = f"[payload_too_large] the request body is larger than {self.cap} bytes"
-        error = {"code": -32600, "message": message, "data": {"code": "payload_too_large", "max_bytes": self.cap}}
+        error = {"code": -32600, "message": message, "data": {"code": Code.PAYLOAD_TOO_LARGE, "max_bytes": self.cap}}
         data = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
         headers.append((b"connection", b"close"))

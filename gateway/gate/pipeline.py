@@ -41,7 +41,7 @@ from gateway.domain.operations import (
     valid_client_operation_id,
 )
 from gateway.domain.units import format_money, parse_duration
-from gateway.errors import Refusal, Unauthenticated, WarrantError
+from gateway.errors import Code, Refusal, Unauthenticated, WarrantError
 from gateway.gate.limits import LimitSettings, cap_result, withheld_text
 from gateway.ids import new_id
 from gateway.observe import tracing
@@ -104,7 +104,7 @@ class CallResult:
     structured: dict[str, Any] | None = None
     is_error: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
-    code: str | None = None  # the refusal or failure code when is_error
+    code: Code | None = None  # the refusal or failure code when is_error
 
     @classmethod
     def refused(cls, error: WarrantError, action_id: str | None = None) -> CallResult:
@@ -313,13 +313,13 @@ class Gate:
         try:
             body = canonical_json(arguments)
         except ValueError:
-            refusal = Refusal("invalid_arguments", "the arguments are not representable as canonical JSON")
+            refusal = Refusal(Code.INVALID_ARGUMENTS, "the arguments are not representable as canonical JSON")
             return await self._reject(info, tool, "0" * 64, refusal, None)
         digest, size = sha256_hex(body), len(body)  # a refusal records both, never the arguments
         operation_id = (meta or {}).get(OPERATION_ID_META)
         if operation_id is not None and not valid_client_operation_id(operation_id):
             refusal = Refusal(
-                "invalid_arguments", f"_meta[{OPERATION_ID_META!r}] must be 1-200 characters of [A-Za-z0-9._:/@+=-]"
+                Code.INVALID_ARGUMENTS, f"_meta[{OPERATION_ID_META!r}] must be 1-200 characters of [A-Za-z0-9._:/@+=-]"
             )
             return await self._reject(info, tool, digest, refusal, size)
         return await self._call(info, tool, arguments, digest, operation_id, size=size)
@@ -440,7 +440,7 @@ class Gate:
             )
         if isinstance(admitted, Refused):
             refusal = admitted.refusal
-            if refusal.code == "run_waiting":
+            if refusal.code == Code.RUN_WAITING:
                 refusal = await self._waiting_refusal(info, tool, refusal)
             return CallResult.refused(refusal, admitted.action_id)
         if isinstance(admitted, Held):
@@ -456,7 +456,7 @@ class Gate:
         on = f"approval {', '.join(ids)}" if ids else "an approval"
         check_after = isoformat(now + CHECK_BACK_S)
         return Refusal(
-            "run_waiting",
+            Code.RUN_WAITING,
             f"not executed: {tool} is a write and the run is waiting on {on}; while it waits only reads, the "
             f"warrant_* tools and the approved write are admitted; check with warrant_status after {check_after} "
             f"({CHECK_BACK_S} s) and call {tool} again once the run's status is running",
@@ -471,7 +471,7 @@ class Gate:
         holder = held.action
         if holder.payload_sha256 != digest or holder.tool != tool:
             refusal = Refusal(
-                "idempotency_conflict",
+                Code.IDEMPOTENCY_CONFLICT,
                 f"not executed: operation {holder.operation_id} was already used for another payload (action "
                 f"{holder.action_id}); one operation id names one payload: send this one under a fresh "
                 f"_meta[{OPERATION_ID_META!r}]",
@@ -480,7 +480,7 @@ class Gate:
             return await self._reject(info, tool, digest, refusal, size)
         if held.expired:
             refusal = Refusal(
-                "idempotency_expired",
+                Code.IDEMPOTENCY_EXPIRED,
                 f"operation {holder.operation_id} was first recorded at {isoformat(holder.created_at)} (action "
                 f"{holder.action_id}), longer ago than the gateway keeps operation ids; it is neither replayed nor "
                 "executed again: send a fresh operation id, or warrant_repeat(action_id, reason)",
@@ -492,7 +492,7 @@ class Gate:
             return await self._replay(holder)
         if holder.status is ActionStatus.ADMITTED:
             refusal = Refusal(
-                "operation_in_progress",
+                Code.OPERATION_IN_PROGRESS,
                 f"not executed again: the same operation is still in flight as action {holder.action_id}; its "
                 "outcome will be recorded once: call again with the same arguments in a few seconds to get its result",
                 action_id=holder.action_id,
@@ -500,7 +500,7 @@ class Gate:
             )
         else:
             refusal = Refusal(
-                "outcome_unknown",
+                Code.OUTCOME_UNKNOWN,
                 f"not executed again: action {holder.action_id} of the same operation may have happened (its outcome "
                 "is unknown); do not retry it: an operator or the adapter's lookup reconciles it, after which this "
                 "call replays its result or may be made again (warrant_status shows the run)",
@@ -570,7 +570,7 @@ class Gate:
         latest = matching[0] if matching else None
         if latest is not None and latest.status is ApprovalStatus.DENIED:
             refusal = Refusal(
-                "approval_denied",
+                Code.APPROVAL_DENIED,
                 f"not executed: a person denied this exact payload (approval {latest.approval_id}"
                 + (f", note: {latest.note[:200]}" if latest.note else "")
                 + "); it stays refused: change the arguments, or ask again with warrant_propose giving evidence "
@@ -604,14 +604,14 @@ class Gate:
         pending = await self.store.request_approval(request, facts)
         if isinstance(pending, Refused):
             refused = pending.refusal
-            if refused.code == "run_waiting":
+            if refused.code == Code.RUN_WAITING:
                 refused = await self._waiting_refusal(info, spec.name, refused)
             return CallResult.refused(refused, pending.action_id)
         if lapsed and latest is not None:
             fresh = pending.approval
             check_after = isoformat(min(now + CHECK_BACK_S, fresh.decide_by))
             refusal = Refusal(
-                "approval_expired",
+                Code.APPROVAL_EXPIRED,
                 f"not executed: approval {latest.approval_id} for this exact payload lapsed before it was used; "
                 f"a fresh approval {fresh.approval_id} is pending; "
                 + approval_wait(spec.name, fresh.approval_id, isoformat(fresh.decide_by), check_after),
@@ -651,7 +651,7 @@ class Gate:
                 raise
             reason = self._aborting.pop(task, ABORTED_BY_CANCEL)
         # Aborted (a hard cancel, the shutdown) before the dispatch began: nothing was sent.
-        outcome = Outcome(OutcomeKind.NOT_SENT, code="upstream_unavailable", message=f"{reason} before it was sent")
+        outcome = Outcome(OutcomeKind.NOT_SENT, code=Code.UPSTREAM_UNAVAILABLE, message=f"{reason} before it was sent")
         return await self._settle(spec, admitted, outcome)
 
     def _forget(self, run_id: str, task: asyncio.Task[Any]) -> None:
@@ -682,12 +682,12 @@ class Gate:
                 answered = await call
             outcome = cap_result(answered, self.limits.max_tool_result)
         except TimeoutError:
-            outcome = _uncertain(spec, "upstream_unavailable", f"no answer within {spec.timeout:g} s")
+            outcome = _uncertain(spec, Code.UPSTREAM_UNAVAILABLE, f"no answer within {spec.timeout:g} s")
         except asyncio.CancelledError:
             # A hard cancel of the run (or shutdown): the request may have left.
             task = asyncio.current_task()
             reason = self._aborting.get(task, ABORTED_BY_CANCEL) if task is not None else ABORTED_BY_CANCEL
-            outcome = _uncertain(spec, "upstream_unavailable", reason)
+            outcome = _uncertain(spec, Code.UPSTREAM_UNAVAILABLE, reason)
             result = await self._settle(spec, admitted, outcome)
             if task is not None and task in self._aborting:
                 # Our own abort, not the caller going away: the caller, still waiting, gets the
@@ -697,7 +697,7 @@ class Gate:
             raise
         except Exception:
             log.exception("adapter %s raised on %s", spec.adapter.name, spec.name)
-            outcome = _uncertain(spec, "upstream_failed", "the adapter failed unexpectedly")
+            outcome = _uncertain(spec, Code.UPSTREAM_FAILED, "the adapter failed unexpectedly")
         failpoints.hit("after_dispatch", spec.name)
         return await self._settle(spec, admitted, outcome)
 
@@ -719,7 +719,7 @@ class Gate:
             return CallResult(content=outcome.content, structured=outcome.structured, meta=meta)
         if outcome.kind is OutcomeKind.SUCCEEDED:
             error = Refusal(
-                "payload_too_large",
+                Code.PAYLOAD_TOO_LARGE,
                 withheld_text(outcome.withheld or 0, self.limits.max_tool_result, write=spec.is_write),
                 action_id=action.action_id,
                 sent=True,
@@ -729,15 +729,14 @@ class Gate:
             )
         elif outcome.kind is OutcomeKind.UNKNOWN:
             error = Refusal(
-                "outcome_unknown",
+                Code.OUTCOME_UNKNOWN,
                 f"the outcome of action {action.action_id} could not be established ({outcome.message}); "
                 "it is recorded as unknown and will be reconciled, never retried blindly",
                 action_id=action.action_id,
             )
         else:
-            code = outcome.code or "upstream_failed"
             error = Refusal(
-                code if code in _FAILURE_CODES else "upstream_failed",
+                Code(outcome.code) if outcome.code in _FAILURE_CODES else Code.UPSTREAM_FAILED,
                 outcome.message or "the tool reported a failure",
                 action_id=action.action_id,
                 sent=outcome.kind is not OutcomeKind.NOT_SENT,
@@ -791,15 +790,15 @@ class Gate:
         if dead is not None:
             return dead
         if not reason or not reason.strip():
-            return CallResult.refused(Refusal("invalid_arguments", "a repeat needs a reason"))
+            return CallResult.refused(Refusal(Code.INVALID_ARGUMENTS, "a repeat needs a reason"))
         try:
             original = await self.store.get_action(info.run.tenant, action_id)
         except WarrantError:
             original = None
         if original is None or original.lineage_id != info.run.lineage_id or original.effect != "write":
-            return CallResult.refused(Refusal("invalid_arguments", f"no write {action_id} in this run's lineage"))
+            return CallResult.refused(Refusal(Code.INVALID_ARGUMENTS, f"no write {action_id} in this run's lineage"))
         if original.status is not ActionStatus.SUCCEEDED:
-            code = "outcome_unknown" if original.status is ActionStatus.UNKNOWN else "invalid_arguments"
+            code = Code.OUTCOME_UNKNOWN if original.status is ActionStatus.UNKNOWN else Code.INVALID_ARGUMENTS
             return CallResult.refused(
                 Refusal(
                     code,
@@ -809,7 +808,7 @@ class Gate:
             )
         arguments = await self.store.get_blob(original.payload_sha256)
         if arguments is None:
-            return CallResult.refused(Refusal("invalid_arguments", f"the payload of {action_id} was purged"))
+            return CallResult.refused(Refusal(Code.INVALID_ARGUMENTS, f"the payload of {action_id} was purged"))
         operation_id = repeat_operation_id(info.run.lineage_id, action_id, reason)
         size = len(canonical_json(arguments))  # the stored body is canonical JSON already: it encodes
         return await self._call(
@@ -828,7 +827,7 @@ class Gate:
         try:
             body = canonical_json(arguments)
         except ValueError:
-            return CallResult.refused(Refusal("invalid_arguments", "the arguments are not canonical JSON"))
+            return CallResult.refused(Refusal(Code.INVALID_ARGUMENTS, "the arguments are not canonical JSON"))
         digest, size = sha256_hex(body), len(body)
         dead = await self._live(info, tool, digest, size)
         if dead is not None:
@@ -851,7 +850,7 @@ class Gate:
                 [{"type": "text", "text": text}],
                 {"approval": {"approval_id": decided, "status": "approved"}, "payload_sha256": digest},
             )
-        if decided.code in ("approval_required", "approval_expired") and decided.structured is not None:
+        if decided.code in (Code.APPROVAL_REQUIRED, Code.APPROVAL_EXPIRED) and decided.structured is not None:
             error = decided.structured["error"]
             text = (
                 f"approval {error['approval_id']} is pending for this exact payload; "
@@ -922,13 +921,13 @@ class Gate:
 
 _FAILURE_CODES = frozenset(
     {
-        "upstream_failed",
-        "upstream_unauthorized",
-        "upstream_unavailable",
-        "tool_not_found",
-        "rate_limited",
-        "payload_too_large",
-        "invalid_arguments",
+        Code.UPSTREAM_FAILED,
+        Code.UPSTREAM_UNAUTHORIZED,
+        Code.UPSTREAM_UNAVAILABLE,
+        Code.TOOL_NOT_FOUND,
+        Code.RATE_LIMITED,
+        Code.PAYLOAD_TOO_LARGE,
+        Code.INVALID_ARGUMENTS,
     }
 )
 
@@ -938,7 +937,7 @@ def _approval_required(approval: ApprovalRecord, now: float, replaced: str | Non
     check_after = isoformat(min(now + CHECK_BACK_S, approval.decide_by))
     decide_by = isoformat(approval.decide_by)
     refusal = Refusal(
-        "approval_required",
+        Code.APPROVAL_REQUIRED,
         f"not executed: {approval.tool} needs a person with role {approval.role} to approve this exact payload, "
         f"and approval {approval.approval_id} is pending; "
         + approval_wait(approval.tool, approval.approval_id, decide_by, check_after),
@@ -969,7 +968,7 @@ def replay_structured(action_id: str, note: str, structured: Any, content: list[
 def _uncertain(spec: ToolSpec, read_code: str, message: str) -> Outcome:
     """A write whose request may have left is `unknown`; a read that failed is just failed."""
     if spec.is_write:
-        return Outcome(OutcomeKind.UNKNOWN, code="outcome_unknown", message=message)
+        return Outcome(OutcomeKind.UNKNOWN, code=Code.OUTCOME_UNKNOWN, message=message)
     return Outcome(OutcomeKind.FAILED, code=read_code, message=message)
 
 
@@ -1007,7 +1006,7 @@ def _withheld_settlement(spec: ToolSpec, outcome: Outcome, currency: str) -> Set
     return Settlement(
         kind=SettleKind.SUCCEEDED if spec.is_write else SettleKind.FAILED,
         sent=True,
-        code="payload_too_large",
+        code=Code.PAYLOAD_TOO_LARGE,
         reason=f"the result ({size} bytes seen) is over the gateway's cap; withheld",
         receipt=outcome.receipt,
         result={"content": [note], "structured": None} if spec.is_write else None,

@@ -12,7 +12,7 @@ from gateway import failpoints
 from gateway.adapters.base import CallRequest, OutcomeKind
 from gateway.catalog.catalog import Catalog
 from gateway.domain.lifecycle import ActionStatus
-from gateway.errors import Conflict
+from gateway.errors import Code, Conflict
 from gateway.store.base import Store
 from gateway.store.records import ActionRecord, SettleKind, Settlement
 
@@ -76,7 +76,7 @@ async def reconcile_action(store: Store, catalog: Catalog, action: ActionRecord,
     try:
         result = await store.settle(action.action_id, settlement)
     except Conflict as exc:
-        if exc.code != "invalid_transition":
+        if exc.code != Code.INVALID_TRANSITION:
             raise
         # Another reconciler (the watchdog, a resume, another replica) settled it since we read
         # it: its record stands, and this pass has nothing to add (nor a reason to fail).

@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from gateway import __version__
 from gateway.catalog.catalog import Catalog
 from gateway.domain.leases import looks_like_token, token_hash
-from gateway.errors import Refusal, Unauthenticated
+from gateway.errors import Code, Refusal, Unauthenticated
 from gateway.gate.pipeline import CallResult, Gate
 from gateway.ids import new_id
 from gateway.mcp.accelerators.fastpath import FastPath
@@ -326,7 +326,7 @@ async def _call(gate: Gate, token: str | None, params: types.CallToolRequestPara
         return CallResult([{"type": "text", "text": json.dumps(status, ensure_ascii=False)}], status)
     if name == "warrant_propose":
         if not isinstance(arguments.get("tool"), str) or not isinstance(arguments.get("arguments"), dict):
-            return CallResult.refused(Refusal("invalid_arguments", "warrant_propose needs {tool, arguments}"))
+            return CallResult.refused(Refusal(Code.INVALID_ARGUMENTS, "warrant_propose needs {tool, arguments}"))
         rationale = arguments.get("rationale")
         return await gate.propose(
             token,
@@ -338,18 +338,18 @@ async def _call(gate: Gate, token: str | None, params: types.CallToolRequestPara
     if name == "warrant_repeat":
         action_id, reason = arguments.get("action_id"), arguments.get("reason")
         if not isinstance(action_id, str) or not isinstance(reason, str):
-            return CallResult.refused(Refusal("invalid_arguments", "warrant_repeat needs {action_id, reason}"))
+            return CallResult.refused(Refusal(Code.INVALID_ARGUMENTS, "warrant_repeat needs {action_id, reason}"))
         return await gate.repeat(token, action_id, reason)
     if name in ("warrant_checkpoint", "warrant_milestone", "warrant_complete"):
         if gate.progress is None:
-            return CallResult.refused(Refusal("tool_not_found", f"{name} is not served here", tool=name))
+            return CallResult.refused(Refusal(Code.TOOL_NOT_FOUND, f"{name} is not served here", tool=name))
         if name == "warrant_checkpoint":
             return await gate.progress.checkpoint(token, arguments)
         if name == "warrant_milestone":
             return await gate.progress.milestone(token, arguments)
         return await gate.progress.complete(token, arguments)
     if name.startswith("warrant_"):
-        return CallResult.refused(Refusal("tool_not_found", f"no gateway tool named {name!r}", tool=name))
+        return CallResult.refused(Refusal(Code.TOOL_NOT_FOUND, f"no gateway tool named {name!r}", tool=name))
     return await gate.call(token, name, arguments, meta)
 
 

@@ -31,6 +31,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from gateway import __version__
+from gateway.errors import Code, ErrorBody
 from gateway.mcp.server import RESERVED_META_PREFIX, client_meta
 from gateway.mcp.stdio_lease import BridgeLease, Ended, Unreachable
 
@@ -61,29 +62,21 @@ _INFO = types.Implementation(name="warrant-stdio", version=__version__)
 
 
 def _unreachable(url: str) -> types.CallToolResult:
-    error = {
-        "code": "upstream_unavailable",
-        "message": f"the Warrant gateway at {url} did not answer",
-        "retryable": True,
-    }
-    return types.CallToolResult.model_validate(
-        {
-            "content": [{"type": "text", "text": f"[upstream_unavailable] {error['message']}"}],
-            "structuredContent": {"error": error},
-            "isError": True,
-            "_meta": {"warrant/code": "upstream_unavailable"},
-        }
-    )
+    return _refused(ErrorBody(Code.UPSTREAM_UNAVAILABLE, f"the Warrant gateway at {url} did not answer"))
 
 
 def _refused_auth(message: str) -> types.CallToolResult:
-    error = {"code": "unauthenticated", "message": message, "retryable": False}
+    return _refused(ErrorBody(Code.UNAUTHENTICATED, message))
+
+
+def _refused(error: ErrorBody) -> types.CallToolResult:
+    """The tool result of a refusal the bridge answers itself, shaped as the gateway's own."""
     return types.CallToolResult.model_validate(
         {
-            "content": [{"type": "text", "text": f"[unauthenticated] {message}"}],
-            "structuredContent": {"error": error},
+            "content": [{"type": "text", "text": f"[{error.code}] {error.message}"}],
+            "structuredContent": {"error": error.to_dict()},
             "isError": True,
-            "_meta": {"warrant/code": "unauthenticated"},
+            "_meta": {"warrant/code": error.code},
         }
     )
 

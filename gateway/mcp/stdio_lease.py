@@ -28,6 +28,7 @@ import anyio
 import httpx2
 
 from gateway import backoff
+from gateway.errors import Code
 
 log = logging.getLogger("warrant.stdio")
 
@@ -106,7 +107,7 @@ class BridgeLease:
         if self.run_id is None or not isinstance(structured, dict):
             return
         error = structured.get("error")
-        if isinstance(error, dict) and error.get("code") == "lease_superseded":
+        if isinstance(error, dict) and error.get("code") == Code.LEASE_SUPERSEDED:
             self.end(_taken_over(self.run_id, error))
 
     def unauthenticated(self, message: str) -> Ended:
@@ -133,9 +134,9 @@ class BridgeLease:
                 f"this API key may not act for run {self.run_id} ([{error.get('code')}] {error.get('message')})",
                 EXIT_CONFIG,
             )
-        if status == 409 and error.get("code") == "lease_superseded":
+        if status == 409 and error.get("code") == Code.LEASE_SUPERSEDED:
             raise _taken_over(self.run_id, error)
-        if status == 409 and error.get("code") == "lease_held":
+        if status == 409 and error.get("code") == Code.LEASE_HELD:
             raise Ended(
                 f"run {self.run_id} is held by worker {error.get('worker')} until {error.get('expires_at')}; "
                 "not taking it over (an operator may: warrant leases acquire RUN --takeover)",
@@ -155,7 +156,7 @@ class BridgeLease:
             raise self.unauthenticated(str(error.get("message", "unknown lease token")))
         if status >= 400:
             code = error.get("code")
-            if self.run_id is not None and code == "lease_superseded":
+            if self.run_id is not None and code == Code.LEASE_SUPERSEDED:
                 raise _taken_over(self.run_id, error)
             # A dead token without --run: the gate answers the agent with its refusal; nothing to renew.
             log.warning("the lease is no longer renewed: [%s] %s", code, error.get("message"))

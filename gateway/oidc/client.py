@@ -36,7 +36,7 @@ from joserfc import jwt
 from joserfc.errors import InvalidKeyIdError, JoseError
 from joserfc.jwk import KeySet
 
-from gateway.errors import Forbidden, InvalidRequest, Unauthenticated, WarrantError
+from gateway.errors import Code, Forbidden, InvalidRequest, Unauthenticated, WarrantError
 from gateway.oidc.settings import OidcSettings
 
 LEEWAY = 60  # seconds of clock skew allowed on exp / iat
@@ -48,11 +48,11 @@ ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 
 
 def unavailable(message: str) -> WarrantError:
-    return WarrantError(message, code="oidc_unavailable").with_status(502)
+    return WarrantError(message, code=Code.OIDC_UNAVAILABLE).with_status(502)
 
 
 def token_refused(message: str) -> WarrantError:
-    return Unauthenticated(message, code="oidc_token_invalid")
+    return Unauthenticated(message, code=Code.OIDC_TOKEN_INVALID)
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ class OidcClient:
         except OAuthError as error:
             raise Unauthenticated(
                 f"the provider refused the code: {error.error}: {error.description or ''}".rstrip(": "),
-                code="oidc_code_refused",
+                code=Code.OIDC_CODE_REFUSED,
             ) from None
         except (httpx2.HTTPError, ValueError) as error:
             raise unavailable(f"the provider's token endpoint could not be used: {type(error).__name__}") from None
@@ -247,7 +247,7 @@ class OidcClient:
         if url is None or not isinstance(access_token, str):
             raise Unauthenticated(
                 f"the ID token has no {self.settings.claim!r} claim and the provider offers no userinfo",
-                code="oidc_claim_missing",
+                code=Code.OIDC_CLAIM_MISSING,
             )
         info = await self._get_json(url, "userinfo", headers={"Authorization": f"Bearer {access_token}"})
         if info.get("sub") != subject:
@@ -259,7 +259,7 @@ class OidcClient:
         name = self.settings.claim
         value = claims.get(name)
         if not isinstance(value, str) or not value:
-            raise Unauthenticated(f"the provider did not give the {name!r} claim", code="oidc_claim_missing")
+            raise Unauthenticated(f"the provider did not give the {name!r} claim", code=Code.OIDC_CLAIM_MISSING)
         if (
             name == "email"
             and self.settings.require_verified_email
@@ -271,18 +271,18 @@ class OidcClient:
         ):
             raise Unauthenticated(
                 f"the provider has not verified the address {value}: it is not taken as proof of who signed in",
-                code="oidc_claim_missing",
+                code=Code.OIDC_CLAIM_MISSING,
             )
         return value
 
 
 def state_refused(message: str) -> WarrantError:
-    return InvalidRequest(message, code="oidc_state_mismatch").with_status(400)
+    return InvalidRequest(message, code=Code.OIDC_STATE_MISMATCH).with_status(400)
 
 
 def not_allowed(label: str, value: str) -> WarrantError:
     return Forbidden(
         f"{value}, signed in at {label}, is not one of the people this gateway lets in: "
         "ask an administrator to add it to console_sign_in.oidc.users",
-        code="oidc_not_allowed",
+        code=Code.OIDC_NOT_ALLOWED,
     )

@@ -19,20 +19,20 @@ from gateway.domain.answers import constraint_refusal, forbidden_refusal, schema
 from gateway.domain.approvals import combine
 from gateway.domain.contract import ApprovalRule, Terms
 from gateway.domain.expressions import ExpressionError, compiled
-from gateway.errors import Refusal
+from gateway.errors import Code, Refusal
 
 
 def authority_refusal(name: str, spec: ToolSpec | None, terms: Terms, arguments: Any) -> Refusal | None:
     """Gate steps 2 and 3: the tool exists, its arguments fit its schema, policy and contract allow it."""
     if spec is None:
         return Refusal(
-            "tool_not_found",
+            Code.TOOL_NOT_FOUND,
             f"not executed: no tool named {name!r} is served here; tools/list shows the tools this run may call",
             tool=name,
         )
     if spec.policy is None:
         return Refusal(
-            "forbidden",
+            Code.FORBIDDEN,
             f"not executed: {name} has no policy yet, so the gateway refuses it (fail closed); an operator must "
             "give it one; tools/list shows the tools this run may call",
             tool=name,
@@ -61,7 +61,7 @@ def pin_refusal(spec: ToolSpec) -> Refusal:
     pinned = spec.pinned.definition_sha256 if spec.pinned is not None else None
     what = "is new" if pinned is None else "changed since it was pinned"
     return Refusal(
-        "tool_definition_changed",
+        Code.TOOL_DEFINITION_CHANGED,
         f"the definition of {spec.name} {what}; an operator must accept it first (warrant tools pending)",
         tool=spec.name,
         definition_sha256=spec.definition_sha256,

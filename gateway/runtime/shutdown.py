@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway import __version__
-from gateway.errors import Refusal
+from gateway.errors import Code, Refusal
 
 if TYPE_CHECKING:
     from gateway.gate.pipeline import Gate
@@ -52,7 +52,7 @@ FORCED_EXIT = 130  # the exit status after a second Ctrl-C (128 + SIGINT)
 
 def draining_refusal() -> Refusal:
     return Refusal(
-        "draining",
+        Code.DRAINING,
         "the gateway is shutting down and admits no new call; nothing was done: call again shortly",
         retry_after=RETRY_AFTER_S,
     )

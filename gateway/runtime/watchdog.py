@@ -35,6 +35,7 @@ from gateway.clock import Clock
 from gateway.config import WatchdogSettings, Webhook
 from gateway.domain.retention import PurgeReport
 from gateway.domain.watch import Alert, UnknownAction, WatchPolicy, open_alerts
+from gateway.errors import Code
 from gateway.gate.reconcile import reconcile_action
 from gateway.observe.metrics import Metrics
 from gateway.runtime.retention import Purger
@@ -160,7 +161,7 @@ class Watchdog:
             return {"status": "ok", "enabled": False}
         age = self._monotonic() - (self.last_tick if self.last_tick is not None else self._started)
         if age > LEASE_TICKS * self.settings.tick:
-            return {"status": "down", "code": "watchdog_stalled", "last_tick_age": round(age, 1)}
+            return {"status": "down", "code": Code.WATCHDOG_STALLED, "last_tick_age": round(age, 1)}
         return {"status": "ok", "holder": self.holding, "last_tick_age": round(age, 1)}
 
     async def run(self, deliverer: Deliverer | None = None) -> None:

@@ -12,6 +12,7 @@ from gateway.domain.admission import Reservation, RunSnapshot
 from gateway.domain.approvals import Requirement
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import ActionStatus, RunStatus
+from gateway.errors import Code
 
 
 @dataclass(frozen=True)
@@ -332,7 +333,7 @@ class Damaged:
     """A row a list passed over because it holds what the gateway never writes (`record_damaged`)."""
 
     run_id: str
-    code: str = "record_damaged"
+    code: str = Code.RECORD_DAMAGED
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from gateway.clock import isoformat
 from gateway.domain.admission import CallFacts, refusal_for
 from gateway.domain.approvals import role_satisfies
 from gateway.domain.lifecycle import RunEvent
-from gateway.errors import Conflict, Forbidden, InvalidRequest, NotFound
+from gateway.errors import Code, Conflict, Forbidden, InvalidRequest, NotFound
 from gateway.ids import new_id
 from gateway.store.base import ApprovalPending, Refused
 from gateway.store.records import (
@@ -154,13 +154,13 @@ class ApprovalOps(SQLiteBase):
             if approval.status is not ApprovalStatus.PENDING:
                 raise Conflict(
                     f"the approval is {approval.status.value}, not pending",
-                    code="approval_not_pending",
+                    code=Code.APPROVAL_NOT_PENDING,
                     status=approval.status.value,
                 )
             if expected_sha256 is not None and expected_sha256 != approval.payload_sha256:
                 raise InvalidRequest(
                     "the payload is not the one you were shown",
-                    code="payload_mismatch",
+                    code=Code.PAYLOAD_MISMATCH,
                     payload_sha256=approval.payload_sha256,
                 ).with_status(409)
             if approval.requested_by == principal.name:
@@ -173,7 +173,7 @@ class ApprovalOps(SQLiteBase):
                 raise Forbidden(f"this approval needs the {approval.role} role")
             if now >= approval.decide_by:
                 self._expire_approvals_due(conn, run.run_id, now)
-                return Conflict("the approval was not decided in time and has expired", code="approval_expired")
+                return Conflict("the approval was not decided in time and has expired", code=Code.APPROVAL_EXPIRED)
             status = ApprovalStatus.APPROVED if approve else ApprovalStatus.DENIED
             conn.execute(
                 "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, note = ?, valid_until = ? "

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.errors import InvalidRequest
+from gateway.errors import Code, InvalidRequest
 from gateway.store.records import ActionRecord, Page
 from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
 from gateway.store.sqlite_rows import action_from_row, encode_cursor
@@ -42,7 +42,7 @@ class AuditOps(SQLiteBase):
         if cursor:
             before = cursor_after(cursor)  # this list goes backwards: the cursor is the last action shown
             if before > MAX_SEQ:
-                raise InvalidRequest("the cursor is not one this API handed out", code="invalid_cursor")
+                raise InvalidRequest("the cursor is not one this API handed out", code=Code.INVALID_CURSOR)
             clauses.append("a.seq < ?")
             params.append(before)
         for column, value in (("run_id", run_id), ("tool", tool), ("status", status), ("code", code)):

@@ -22,7 +22,7 @@ from gateway.domain.lease_rules import resumed_expiry
 from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.domain.refusals import RefusalLimits, recorded_reason, recorded_tool, refusal_scope
 from gateway.domain.units import format_money, headroom
-from gateway.errors import InvalidRequest, NotFound, Refusal, StoreError
+from gateway.errors import Code, InvalidRequest, NotFound, Refusal, StoreError
 from gateway.ids import new_id
 from gateway.store.long_reads import LongReads
 from gateway.store.records import (
@@ -307,7 +307,7 @@ class SQLiteBase:
                 now,
                 action_id=row["action_id"],
                 status="unknown",
-                code="outcome_unknown",
+                code=Code.OUTCOME_UNKNOWN,
                 previous="admitted",
                 reason=reason,
                 **data,
@@ -345,7 +345,7 @@ class SQLiteBase:
             refused = take(conn, [(refusal_scope(run.run_id, epoch), limits.rate)], now)
             if refused is not None:
                 raise DroppedRefusal(
-                    "rate_limited",
+                    Code.RATE_LIMITED,
                     f"too many refused calls for this lease token; try again in {refused[1]:.3g} s",
                     dropped=Drop(run.run_id, run.tenant, epoch, "rate"),
                     limit="refusals",
@@ -433,7 +433,7 @@ class DroppedRefusal(Refusal):
     """A refusal answered but not recorded (limits.refusals): still a Refusal to whoever catches
     it; `SQLiteBase._refusing` counts it (refusals_dropped, migration 0016) on its way out."""
 
-    def __init__(self, code: str, message: str, *, dropped: Drop, **details: Any) -> None:
+    def __init__(self, code: Code, message: str, *, dropped: Drop, **details: Any) -> None:
         super().__init__(code, message, **details)
         self.dropped = dropped
 
@@ -460,7 +460,7 @@ def cursor_after(cursor: str | None) -> int:
     try:
         return decode_cursor(cursor)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidRequest("the cursor is not one this API handed out", code="invalid_cursor") from exc
+        raise InvalidRequest("the cursor is not one this API handed out", code=Code.INVALID_CURSOR) from exc
 
 
 def read_intent(action: ActionRecord, currency: str) -> dict[str, Any]:

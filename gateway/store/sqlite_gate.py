@@ -15,7 +15,7 @@ from gateway.domain.lease_rules import LeaseWrite, reestablishes
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.retention import operation_expired
 from gateway.domain.units import MAX_MONEY, format_money, headroom
-from gateway.errors import NotFound, Refusal
+from gateway.errors import Code, NotFound, Refusal
 from gateway.ids import new_id
 from gateway.store.base import AdmitResult, Admitted, Held, Refused, Stale, log_if_failed
 from gateway.store.records import (
@@ -84,7 +84,7 @@ class GateOps(LeaseOps, LimitOps):
                     return Held(held, operation_expired(held.status, held.created_at, intent.operation_kept_for, now))
             if refusal is None:
                 refusal = call_refusal(run, facts, now)
-                if refusal is not None and refusal.code == "budget_exhausted" and failpoints.sabotaged("budget"):
+                if refusal is not None and refusal.code == Code.BUDGET_EXHAUSTED and failpoints.sabotaged("budget"):
                     refusal = None  # the drill's negative control: the limits are not enforced
             if refusal is None and intent.approval_id is not None:
                 refusal = self._check_approval(conn, intent, run, now)
@@ -221,14 +221,14 @@ class GateOps(LeaseOps, LimitOps):
             or (row["payload_sha256"] != intent.payload_sha256 or row["spec_version"] != run.spec_version)
         ):
             return Refusal(
-                "approval_required",
+                Code.APPROVAL_REQUIRED,
                 "not executed: no approval binds this exact payload under the run's current contract"
                 "; call again with the same arguments: a fresh approval is asked for if one is needed",
                 tool=intent.tool,
             )
         if row["status"] != ApprovalStatus.APPROVED.value:
             return Refusal(
-                "approval_required",
+                Code.APPROVAL_REQUIRED,
                 f"not executed: approval {row['approval_id']} is {row['status']}, not approved; check with "
                 "warrant_status, and call again with the same arguments once it is approved",
                 approval_id=row["approval_id"],
@@ -237,7 +237,7 @@ class GateOps(LeaseOps, LimitOps):
             conn.execute("UPDATE approvals SET status = 'expired' WHERE approval_id = ?", (row["approval_id"],))
             self._event(conn, run.run_id, "approval_expired", now, approval_id=row["approval_id"], was="approved")
             return Refusal(
-                "approval_expired",
+                Code.APPROVAL_EXPIRED,
                 f"not executed: approval {row['approval_id']} lapsed before it was used; call again with the same "
                 "arguments to ask for a fresh approval",
                 approval_id=row["approval_id"],
@@ -412,7 +412,7 @@ class GateOps(LeaseOps, LimitOps):
                         tool=updated.tool,
                         receipt=settlement.receipt,
                     )
-                if code == "upstream_unauthorized":
+                if code == Code.UPSTREAM_UNAUTHORIZED:
                     # The destination refused the gateway's own credentials: every later call will fail
                     # the same way until someone fixes them. Operators are told, not only the agent.
                     self._event(

@@ -11,7 +11,7 @@ import sqlite3
 from typing import Any
 
 from gateway.domain.keys import ApiKeyRecord, KeyEvent, KeyStatus
-from gateway.errors import Conflict, NotFound
+from gateway.errors import Code, Conflict, NotFound
 from gateway.ids import new_id
 from gateway.store.records import Page, Principal
 from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
@@ -75,7 +75,9 @@ class KeyOps(SQLiteBase):
             status = "rotated" if old.rotated_to is not None else old.status(now).value
             if status != KeyStatus.ACTIVE:
                 raise Conflict(
-                    f"key {key_id} is {status}: only an active key can be rotated", code="key_not_active", status=status
+                    f"key {key_id} is {status}: only an active key can be rotated",
+                    code=Code.KEY_NOT_ACTIVE,
+                    status=status,
                 )
             new_key_id = new_id("key")
             expires_at = None if expires_in is None else now + expires_in
@@ -176,7 +178,7 @@ class KeyOps(SQLiteBase):
         if taken is not None:
             raise Conflict(
                 f"a valid key named {name!r} exists: revoke it, rotate it or choose another name",
-                code="key_name_taken",
+                code=Code.KEY_NAME_TAKEN,
                 key_id=taken["key_id"],
             )
 

@@ -14,7 +14,7 @@ from gateway.domain.admission import RunSnapshot, dead_refusal
 from gateway.domain.lease_rules import LeaseState, LeaseWrite, lapsed_for, lease_rule, lease_write
 from gateway.domain.leases import mint_token
 from gateway.domain.leases import token_hash as hash_token
-from gateway.errors import Conflict, NotFound, Refusal
+from gateway.errors import Code, Conflict, NotFound, Refusal
 from gateway.store.records import LeaseGrant, Principal, TokenInfo
 from gateway.store.sqlite_base import Conn, SQLiteBase
 from gateway.store.sqlite_rows import run_from_row
@@ -50,7 +50,7 @@ class LeaseOps(SQLiteBase):
                 until = f"while the run is {run.status.value}"
             raise Conflict(
                 f"the lease is held by {run.lease_worker} {until}; take it over explicitly to replace that worker",
-                code="lease_held",
+                code=Code.LEASE_HELD,
                 worker=run.lease_worker,
                 expires_at=isoformat(run.lease_expires_at),
             )

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from gateway.domain.admission import RunSnapshot
 from gateway.domain.limits import CONCURRENCY_RETRY_S, CallLimits, Rate, step
-from gateway.errors import Refusal
+from gateway.errors import Code, Refusal
 from gateway.store.sqlite_base import Conn, SQLiteBase
 
 _TAT = "SELECT tat FROM rate_limits WHERE scope = ?"
@@ -34,7 +34,7 @@ class LimitOps(SQLiteBase):
             (in_flight,) = conn.execute(_IN_FLIGHT, (run.run_id,)).fetchone()
             if in_flight >= cap:
                 return Refusal(
-                    "rate_limited",
+                    Code.RATE_LIMITED,
                     f"this run already has {in_flight} calls in flight, its cap; try again when one has settled",
                     limit="run_concurrency",
                     max=cap,
@@ -46,7 +46,7 @@ class LimitOps(SQLiteBase):
         scope, wait = refused
         kind = scope.partition(":")[0]
         return Refusal(
-            "rate_limited",
+            Code.RATE_LIMITED,
             f"too many calls for this {kind}; try again in {wait:.3g} s",
             limit=kind,
             retry_after_s=round(wait, 3),

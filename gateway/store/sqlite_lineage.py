@@ -18,7 +18,7 @@ from gateway.domain.contract import Contract
 from gateway.domain.lifecycle import RunStatus
 from gateway.domain.revision import child_refusal, classify, invalidated_milestones, narrow_child, require_narrowing
 from gateway.domain.units import format_money, parse_duration
-from gateway.errors import SUCCESSOR_EXISTS, SUCCESSOR_OF_CHILD, Conflict, InvalidRequest, Refusal
+from gateway.errors import Code, Conflict, InvalidRequest, Refusal
 from gateway.ids import new_id
 from gateway.store.records import ApprovalStatus, Principal, RunRecord
 from gateway.store.sqlite_base import Conn, SQLiteBase, wire_reservation
@@ -50,7 +50,7 @@ def require_reason(reason: str | None) -> str:
 def successor_exists(run_id: str, successor_run_id: str) -> Conflict:
     return Conflict(
         f"run {run_id} already has its successor {successor_run_id}",
-        code=SUCCESSOR_EXISTS,
+        code=Code.SUCCESSOR_EXISTS,
         successor_run_id=successor_run_id,
     )
 
@@ -149,13 +149,13 @@ class LineageOps(SQLiteBase):
             if run.spec_version != base_spec_version:
                 raise Conflict(
                     f"the run was revised to {run.spec_version} meanwhile; revise that version",
-                    code="revision_conflict",
+                    code=Code.REVISION_CONFLICT,
                     spec_version=run.spec_version,
                 )
             if contract.spec_version == run.spec_version:
                 raise Conflict(
                     f"the run is already at {run.spec_version}; a revision names a new spec_version",
-                    code="spec_version_unchanged",
+                    code=Code.SPEC_VERSION_UNCHANGED,
                 )
             old = Contract.model_validate(run.contract)
             changes = classify(old, contract)
@@ -263,7 +263,7 @@ class LineageOps(SQLiteBase):
             if not before.status.terminal:
                 raise Conflict(
                     f"run {run_id} is {before.status.value}; only a terminal run has a successor",
-                    code="run_not_terminal",
+                    code=Code.RUN_NOT_TERMINAL,
                     status=before.status.value,
                 )
             existing = self._run_row(conn, run_id)["successor_run_id"]
@@ -274,14 +274,14 @@ class LineageOps(SQLiteBase):
                 raise Conflict(
                     f"run {run_id} is a child of {before.parent_run_id}, whose budget it was carved from; "
                     "delegate a new child from the parent instead",
-                    code=SUCCESSOR_OF_CHILD,
+                    code=Code.SUCCESSOR_OF_CHILD,
                     parent_run_id=before.parent_run_id,
                 )
             deadline = before.deadline + (extend_by or 0)
             if deadline <= now:
                 raise Conflict(
                     f"run {run_id}'s deadline passed at {isoformat(deadline)}; an admin may extend it (extend_by)",
-                    code="deadline_passed",
+                    code=Code.DEADLINE_PASSED,
                     deadline=isoformat(deadline),
                 )
             # Whatever the predecessor spent or still holds (unknown actions) is not the successor's.

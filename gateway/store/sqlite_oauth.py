@@ -15,7 +15,7 @@ from typing import Any
 from gateway.clock import isoformat
 from gateway.domain.lease_rules import LeaseState, lease_rule
 from gateway.domain.leases import token_hash
-from gateway.errors import Conflict, NotFound, WarrantError
+from gateway.errors import Code, Conflict, NotFound, WarrantError
 from gateway.store.records import OAuthGrant, OAuthTokenRow, OAuthTokens, Principal, RunRecord
 from gateway.store.sqlite_base import Conn
 from gateway.store.sqlite_leases import LeaseOps
@@ -27,7 +27,7 @@ KEEP_USED_REFRESH = 16  # a grant's rotated refresh tokens kept to see a reuse; 
 class OAuthRefused(Conflict):
     """A code or token that cannot be redeemed now; `code` is the OAuth error (`invalid_grant`)."""
 
-    code = "invalid_grant"
+    code = Code.INVALID_GRANT
     http_status = 400
 
 
@@ -116,7 +116,7 @@ class OAuthOps(LeaseOps):
                 if count >= max_clients:
                     raise Conflict(
                         f"this gateway knows {count} OAuth clients, its limit: try again later",
-                        code="oauth_clients_full",
+                        code=Code.OAUTH_CLIENTS_FULL,
                     )
             conn.execute(
                 "INSERT INTO oauth_clients (client_id, kind, metadata, created_at) VALUES (?, ?, ?, ?)",
@@ -161,7 +161,7 @@ class OAuthOps(LeaseOps):
             if count >= max_grants:
                 raise Conflict(
                     f"run {run_id} has had {count} sign-ins, the limit: start its successor for more",
-                    code="oauth_grants_full",
+                    code=Code.OAUTH_GRANTS_FULL,
                 )
             worker = f"oauth:{client_name or client_id}"[:120]
             granted = self._grant_lease(conn, principal, run_id, worker, lease_token, takeover=takeover)

@@ -16,7 +16,7 @@ from gateway.clock import isoformat
 from gateway.domain.admission import RunSnapshot, lease_refusal, spec_refusal
 from gateway.domain.checks import CheckResult, milestone_status
 from gateway.domain.lifecycle import ActionStatus, RunEvent, RunStatus, status_refusal
-from gateway.errors import Conflict, Forbidden, Refusal
+from gateway.errors import Code, Conflict, Forbidden, Refusal
 from gateway.ids import new_id
 from gateway.store.base import Refused
 from gateway.store.progress_records import (
@@ -80,7 +80,7 @@ class ProgressOps(SQLiteBase):
         """The run as a worker's write sees it, and the refusal for this epoch if any."""
         run = self._run_state(conn, run_id, now).snapshot
         refusal = lease_refusal(run, epoch, now)
-        if refusal is not None and paused_ok and refusal.code == "run_paused":
+        if refusal is not None and paused_ok and refusal.code == Code.RUN_PAUSED:
             refusal = spec_refusal(run)
         return run, refusal
 
@@ -100,7 +100,7 @@ class ProgressOps(SQLiteBase):
             current = conn.execute("SELECT checkpoint_version FROM runs WHERE run_id = ?", (run_id,)).fetchone()[0]
             if refusal is None and expected_version != current:
                 refusal = Refusal(
-                    "checkpoint_conflict",
+                    Code.CHECKPOINT_CONFLICT,
                     f"the run's newest checkpoint is version {current}, not {expected_version}; "
                     "read it with warrant_status and checkpoint again",
                     current_version=current,
@@ -283,7 +283,9 @@ class ProgressOps(SQLiteBase):
                         parts.append("unknown actions not reconciled: " + ", ".join(missing["unknown_actions"]))
                     if missing["live_children"]:
                         parts.append("child runs still live: " + ", ".join(missing["live_children"]))
-                    refusal = Refusal("completion_refused", "the run cannot complete; " + "; ".join(parts), **missing)
+                    refusal = Refusal(
+                        Code.COMPLETION_REFUSED, "the run cannot complete; " + "; ".join(parts), **missing
+                    )
             if refusal is not None:
                 action_id = self._reject(
                     conn, snapshot, now, tool="warrant_complete", payload_sha256=digest, refusal=refusal,
@@ -366,7 +368,7 @@ class ProgressOps(SQLiteBase):
             if action.status is not ActionStatus.UNKNOWN:
                 raise Conflict(
                     f"action {action_id} is {action.status.value}; only an unknown action is acknowledged",
-                    code="invalid_transition",
+                    code=Code.INVALID_TRANSITION,
                     status=action.status.value,
                 )
             ack = {"by": principal.name, "at": isoformat(now), "note": note}

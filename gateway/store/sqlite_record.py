@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gateway.canonical import canonical_json
-from gateway.errors import InvalidRequest
+from gateway.errors import Code, InvalidRequest
 from gateway.store.anchor import check_anchor, make_anchor
 from gateway.store.chain import BadEntry, VerifyReport, verify_run
 from gateway.store.ledger_scan import (
@@ -165,7 +165,7 @@ class RecordOps(SQLiteBase):
                 return _pin_from_row(conn.execute("SELECT * FROM tool_pins WHERE tool = ?", (pin.tool,)).fetchone())
             if current != replaces:
                 raise InvalidRequest(
-                    f"the pin of {pin.tool} changed meanwhile", code="payload_mismatch", pinned_sha256=current
+                    f"the pin of {pin.tool} changed meanwhile", code=Code.PAYLOAD_MISMATCH, pinned_sha256=current
                 ).with_status(409)
             conn.execute(
                 "INSERT INTO tool_pins (tool, adapter, definition_sha256, definition, pinned_by, pinned_at, "

@@ -12,7 +12,7 @@ import sqlite3
 from gateway.domain import lifecycle
 from gateway.domain.report import Charge, ChargeRecorded, Fact, ReportInputs, ToolCost, charge_tag
 from gateway.domain.units import MAX_MONEY, format_money
-from gateway.errors import Conflict, InvalidRequest, Refusal
+from gateway.errors import Code, Conflict, InvalidRequest, Refusal
 from gateway.ids import new_id
 from gateway.store.records import Principal
 from gateway.store.sqlite_base import Conn, SQLiteBase
@@ -49,7 +49,7 @@ class UsageOps(SQLiteBase):
                     if (charge.kind, charge.amount, charge.note) != (kind, amount, note):
                         raise Conflict(
                             f"ref {ref!r} was reported before with another kind, amount or note",
-                            code="idempotency_conflict",
+                            code=Code.IDEMPOTENCY_CONFLICT,
                             charge_id=charge.charge_id,
                         )
                     return ChargeRecorded(charge, run.snapshot(), replayed=True)
@@ -61,7 +61,7 @@ class UsageOps(SQLiteBase):
                 raise InvalidRequest(
                     f"the run's spend would pass {format_money(MAX_MONEY, run.currency)} {run.currency}, "
                     "the most a counter holds",
-                    code="amount_out_of_range",
+                    code=Code.AMOUNT_OUT_OF_RANGE,
                     problems=[{"field": "amount", "problem": "the run's spent counter would pass its bound"}],
                     bound=format_money(MAX_MONEY, run.currency),
                 )

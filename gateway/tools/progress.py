@@ -27,7 +27,7 @@ from gateway.domain.checks import (
     parse_check,
 )
 from gateway.domain.lifecycle import RunStatus
-from gateway.errors import Refusal
+from gateway.errors import Code, Refusal
 from gateway.gate.pipeline import CallResult, Gate, budget_remaining
 from gateway.store.base import Refused, Store
 from gateway.store.progress_records import (
@@ -64,7 +64,7 @@ class Progress:
         """Refuse (and record) a dead lease or run before any check runs; a paused run may still
         save its progress, and the store fences the write again."""
         refusal = lease_refusal(info.run.snapshot(), info.epoch, self.clock.now())
-        if refusal is None or refusal.code == "run_paused":
+        if refusal is None or refusal.code == Code.RUN_PAUSED:
             return None
         action_id = await self.store.record_rejection(
             info.run.run_id, tool=tool, payload_sha256=digest, refusal=refusal, epoch=info.epoch, worker=info.worker
@@ -197,7 +197,7 @@ class Progress:
         if not isinstance(summary, str) or not summary.strip():
             return _bad("warrant_complete needs a summary of what was done")
         if len(summary) > MAX_SUMMARY:
-            return CallResult.refused(Refusal("payload_too_large", f"the summary is over {MAX_SUMMARY} characters"))
+            return CallResult.refused(Refusal(Code.PAYLOAD_TOO_LARGE, f"the summary is over {MAX_SUMMARY} characters"))
         dead = await self._dead(info, "warrant_complete", sha256_hex(canonical_json({"summary": summary})))
         if dead is not None:
             return dead
@@ -429,11 +429,11 @@ def _too_big(body: Any, what: str) -> Refusal | None:
     try:
         size = len(canonical_json(body))
     except ValueError:
-        return Refusal("invalid_arguments", f"the {what} is not representable as canonical JSON")
+        return Refusal(Code.INVALID_ARGUMENTS, f"the {what} is not representable as canonical JSON")
     if size > MAX_BODY:
-        return Refusal("payload_too_large", f"the {what} is {size} bytes; at most {MAX_BODY}")
+        return Refusal(Code.PAYLOAD_TOO_LARGE, f"the {what} is {size} bytes; at most {MAX_BODY}")
     return None
 
 
 def _bad(message: str) -> CallResult:
-    return CallResult.refused(Refusal("invalid_arguments", message))
+    return CallResult.refused(Refusal(Code.INVALID_ARGUMENTS, message))

@@ -48,6 +48,7 @@ from gateway.adapters.http.outcome import (
     settle,
     success,
 )
+from gateway.errors import Code
 
 log = logging.getLogger("warrant.adapters.http")
 
@@ -106,12 +107,12 @@ class HttpAdapter(Adapter):
     async def call(self, request: CallRequest) -> Outcome:
         tool = self._config.tools.get(request.tool)
         if tool is None:
-            return Outcome(OutcomeKind.NOT_SENT, code="tool_not_found", message=f"{self.name} has no such tool")
+            return Outcome(OutcomeKind.NOT_SENT, code=Code.TOOL_NOT_FOUND, message=f"{self.name} has no such tool")
         deadline = self._clock() + request.timeout * DEADLINE_SHARE
         try:
             planned = plan_call(tool, request.arguments, request.idempotency_key)
         except MappingError as exc:
-            return Outcome(OutcomeKind.NOT_SENT, code="invalid_arguments", message=str(exc))
+            return Outcome(OutcomeKind.NOT_SENT, code=Code.INVALID_ARGUMENTS, message=str(exc))
         keyed = request.write and request.idempotency_key is not None and tool.idempotency_header is not None
         ex = Exchange(self.name, tool, request.write, keyed, self._redactor)
         last: Retry | None = None
@@ -132,7 +133,7 @@ class HttpAdapter(Adapter):
             log.debug("%s: %s attempt %d: %s; again in %.2f s", self.name, request.tool, attempt, code, wait)
             await backoff.sleep(wait)
         if last is None:
-            return Outcome(OutcomeKind.NOT_SENT, code="upstream_unavailable", message="no time left to send it")
+            return Outcome(OutcomeKind.NOT_SENT, code=Code.UPSTREAM_UNAVAILABLE, message="no time left to send it")
         return settle(last.at_bound, write=request.write, maybe_done=maybe_done, sent=sent)
 
     async def lookup(self, request: CallRequest, dispatched_at: float, now: float) -> Outcome | None:
@@ -151,7 +152,7 @@ class HttpAdapter(Adapter):
             return outcome if isinstance(outcome, Outcome) else None
         if status == 404 and self._absence_counts(tool, now - dispatched_at):
             receipt = {"status": 404, "lookup": True}
-            return failed("upstream_failed", "the destination has no record of it", receipt)
+            return failed(Code.UPSTREAM_FAILED, "the destination has no record of it", receipt)
         return None
 
     # -- internals ---------------------------------------------------------------------------

@@ -52,6 +52,7 @@ import httpx
 from gateway.adapters.base import Outcome, OutcomeKind
 from gateway.adapters.http.config import HttpToolConfig
 from gateway.canonical import sha256_hex
+from gateway.errors import Code
 
 log = logging.getLogger("warrant.adapters.http")
 
@@ -150,7 +151,7 @@ class Retry:
 
 
 def unknown(message: str, receipt: dict[str, Any] | None = None) -> Outcome:
-    return Outcome(OutcomeKind.UNKNOWN, code="outcome_unknown", message=message, receipt=receipt)
+    return Outcome(OutcomeKind.UNKNOWN, code=Code.OUTCOME_UNKNOWN, message=message, receipt=receipt)
 
 
 def failed(code: str, message: str, receipt: dict[str, Any] | None = None) -> Outcome:
@@ -169,26 +170,26 @@ def on_response(ex: Exchange, response: Answer, now: float) -> Outcome | Retry:
         text = f"{result.kind} response: {result.reason} (HTTP {status} from {ex.adapter})"
         if ex.write:
             return unknown(text, {**receipt, result.kind: True})
-        return failed("upstream_failed", text, receipt)
+        return failed(Code.UPSTREAM_FAILED, text, receipt)
     if status in (401, 403):
-        return failed("upstream_unauthorized", _with_summary(ex, said, response), receipt)
+        return failed(Code.UPSTREAM_UNAUTHORIZED, _with_summary(ex, said, response), receipt)
     wait = retry_after(response.headers.get("Retry-After"), now)
     if status == 409 and ex.keyed:
         return Retry(unknown(f"{said}: still working on this key", receipt), wait, maybe_done=True)
     if status == 422 and ex.keyed:
         return unknown(f"{said}: the key may have been used before with another body", receipt)
     if status == 429:
-        limited = failed("rate_limited", f"{said}: rate limited, not done", receipt)
+        limited = failed(Code.RATE_LIMITED, f"{said}: rate limited, not done", receipt)
         return limited if ex.write and not ex.keyed else Retry(limited, wait)
     if 400 <= status < 500:
-        return failed("upstream_failed", _with_summary(ex, said, response), receipt)
+        return failed(Code.UPSTREAM_FAILED, _with_summary(ex, said, response), receipt)
     if status == 503 and ex.keyed:
         return Retry(unknown(f"{said}: unavailable", receipt), wait, maybe_done=True)
     if ex.write:
         return unknown(f"{said}: it may have acted" if status >= 500 else f"{said}, not followed", receipt)
     if status >= 500:
-        return Retry(failed("upstream_unavailable", f"{said}: unavailable", receipt), wait)
-    return failed("upstream_failed", f"{said}, not followed", receipt)
+        return Retry(failed(Code.UPSTREAM_UNAVAILABLE, f"{said}: unavailable", receipt), wait)
+    return failed(Code.UPSTREAM_FAILED, f"{said}, not followed", receipt)
 
 
 def on_error(ex: Exchange, exc: httpx.HTTPError) -> Outcome | Retry:
@@ -196,14 +197,16 @@ def on_error(ex: Exchange, exc: httpx.HTTPError) -> Outcome | Retry:
     kind = type(exc).__name__
     if isinstance(exc, _NOT_SENT_ERRORS):
         outcome = Outcome(
-            OutcomeKind.NOT_SENT, code="upstream_unavailable", message=f"{ex.adapter} could not be reached ({kind})"
+            OutcomeKind.NOT_SENT, code=Code.UPSTREAM_UNAVAILABLE, message=f"{ex.adapter} could not be reached ({kind})"
         )
         return Retry(outcome, sent=False)
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
-        return Outcome(OutcomeKind.NOT_SENT, code="upstream_failed", message=f"the request was not sendable ({kind})")
+        return Outcome(
+            OutcomeKind.NOT_SENT, code=Code.UPSTREAM_FAILED, message=f"the request was not sendable ({kind})"
+        )
     if ex.write:
         return unknown(f"no complete answer from {ex.adapter} ({kind}): it may have acted")
-    return Retry(failed("upstream_unavailable", f"no complete answer from {ex.adapter} ({kind})"))
+    return Retry(failed(Code.UPSTREAM_UNAVAILABLE, f"no complete answer from {ex.adapter} ({kind})"))
 
 
 @dataclass(frozen=True)

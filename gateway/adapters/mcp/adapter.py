@@ -59,6 +59,7 @@ from gateway.adapters.mcp.lean_client import UNSENT_MAX, Fallback, LeanCaller, l
 from gateway.backoff import backoff_delay
 from gateway.bounded import BoundedSet
 from gateway.canonical import canonical_json, sha256_hex
+from gateway.errors import Code
 
 log = logging.getLogger("warrant.adapters.mcp")
 
@@ -215,7 +216,7 @@ class McpAdapter(Adapter):
                 if attempt == 0:
                     return Outcome(
                         OutcomeKind.NOT_SENT,
-                        code="upstream_unavailable",
+                        code=Code.UPSTREAM_UNAVAILABLE,
                         message=f"the MCP server {self.name} is not reachable",
                     )
                 break
@@ -230,11 +231,11 @@ class McpAdapter(Adapter):
                 # An answer the SDK would not accept (a result that breaks its output schema, ...).
                 log.warning("MCP server %s: unreadable answer to %s: %s", self.name, request.tool, type(exc).__name__)
                 unreadable = f"the answer of the MCP server {self.name} was unreadable"
-                return _uncertain(request, "upstream_failed", unreadable)
+                return _uncertain(request, Code.UPSTREAM_FAILED, unreadable)
             return to_outcome(result)
         return Outcome(
             OutcomeKind.FAILED,
-            code="upstream_unavailable",
+            code=Code.UPSTREAM_UNAVAILABLE,
             message=f"no answer from the MCP server {self.name} within {request.timeout:g} s ({attempts} attempts)",
         )
 
@@ -272,24 +273,24 @@ class McpAdapter(Adapter):
             if request.idempotency_key is not None and request.idempotency_key in self._unsent:
                 return Outcome(
                     OutcomeKind.NOT_SENT,
-                    code="upstream_unavailable",
+                    code=Code.UPSTREAM_UNAVAILABLE,
                     message=f"the MCP server {self.name} could not be reached",
                 )
             if request.write:
-                return _uncertain(request, "upstream_unavailable", f"the connection to {self.name} was lost")
+                return _uncertain(request, Code.UPSTREAM_UNAVAILABLE, f"the connection to {self.name} was lost")
             return None
         if exc.code == types.REQUEST_TIMEOUT:
             if request.write:
-                return _uncertain(request, "upstream_unavailable", f"no answer from {self.name} in time")
+                return _uncertain(request, Code.UPSTREAM_UNAVAILABLE, f"no answer from {self.name} in time")
             return None
         if exc.code in _NOT_PROCESSED:
             return Outcome(
                 OutcomeKind.FAILED,
-                code="upstream_failed",
+                code=Code.UPSTREAM_FAILED,
                 message=f"the MCP server {self.name} refused the call: {exc.message}"[:2000],
             )
         # An internal error of the server (or a code of its own): it may have acted before failing.
-        return _uncertain(request, "upstream_failed", f"the MCP server {self.name} failed: {exc.message}"[:2000])
+        return _uncertain(request, Code.UPSTREAM_FAILED, f"the MCP server {self.name} failed: {exc.message}"[:2000])
 
     # -- the supervisor ----------------------------------------------------------------------
     async def _supervise(self) -> None:
@@ -511,7 +512,7 @@ def to_outcome(result: types.CallToolResult) -> Outcome:
     if result.is_error:
         text = " ".join(str(b.get("text", "")) for b in content if b.get("type") == "text").strip()
         return Outcome(
-            OutcomeKind.FAILED, content=content, code="upstream_failed", message=(text or "the tool failed")[:2000]
+            OutcomeKind.FAILED, content=content, code=Code.UPSTREAM_FAILED, message=(text or "the tool failed")[:2000]
         )
     structured = result.structured_content
     try:
@@ -543,7 +544,7 @@ def strip_stamps(value: Any) -> Any:
 
 def _uncertain(request: CallRequest, read_code: str, message: str) -> Outcome:
     if request.write:
-        return Outcome(OutcomeKind.UNKNOWN, code="outcome_unknown", message=message)
+        return Outcome(OutcomeKind.UNKNOWN, code=Code.OUTCOME_UNKNOWN, message=message)
     return Outcome(OutcomeKind.FAILED, code=read_code, message=message)
 
 
