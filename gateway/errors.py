@@ -25,7 +25,8 @@ error as the value it answers.
         ├── budget_exhausted (names the dimension)
         ├── approval_required, approval_denied, approval_expired
         ├── idempotency_conflict, operation_in_progress, outcome_unknown
-        └── upstream_failed, upstream_unauthorized, upstream_unavailable, ...
+        ├── upstream_failed, upstream_unauthorized, upstream_unavailable, ...
+        └── contract_revised (revised twice while one call was decided: retryable)
     StoreError                          store_unavailable (HTTP 503, retryable)
 
 Refusals carry `details`: extra, JSON-safe fields that reach the client inside
@@ -76,6 +77,8 @@ class Code(StrEnum):
     UPSTREAM_UNAUTHORIZED = "upstream_unauthorized"
     UPSTREAM_UNAVAILABLE = "upstream_unavailable"
     SPEC_VERSION_MISMATCH = "spec_version_mismatch"
+    # The run's contract was revised twice while one call was being decided: nothing was done.
+    CONTRACT_REVISED = "contract_revised"
     TOOL_DEFINITION_CHANGED = "tool_definition_changed"
     RATE_LIMITED = "rate_limited"
     PAYLOAD_TOO_LARGE = "payload_too_large"
@@ -173,6 +176,7 @@ CALL_CODES: frozenset[Code] = frozenset(
         Code.UPSTREAM_UNAUTHORIZED,
         Code.UPSTREAM_UNAVAILABLE,
         Code.SPEC_VERSION_MISMATCH,
+        Code.CONTRACT_REVISED,
         Code.TOOL_DEFINITION_CHANGED,
         Code.RATE_LIMITED,
         Code.PAYLOAD_TOO_LARGE,
@@ -191,6 +195,7 @@ RETRYABLE_CODES: frozenset[Code] = frozenset(
         Code.RATE_LIMITED,
         Code.RUN_WAITING,
         Code.APPROVAL_REQUIRED,
+        Code.CONTRACT_REVISED,
         Code.DRAINING,
         Code.STORE_UNAVAILABLE,
     }

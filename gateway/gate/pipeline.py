@@ -432,8 +432,8 @@ class Gate:
         finally:
             self._admitting -= 1  # an Admitted's task is in flight before the next await
         if isinstance(admitted, Stale):
-            if stale_retry:
-                raise RuntimeError("the run's contract changed twice during one call")
+            if stale_retry:  # decided again on the revision, and another one landed meanwhile
+                return await self._reject(info, tool, digest, revised_refusal(admitted.spec_version), size)
             fresh = await self._fresh(info)
             return await self._call(
                 fresh, tool, arguments, digest, client_operation_id, repeat_of, size=size, stale_retry=True
@@ -917,6 +917,18 @@ class Gate:
                 for a in pending.items
             ],
         }
+
+
+def revised_refusal(spec_version: str) -> Refusal:
+    """A call whose run was revised again while the gate decided it on the previous revision: it
+    was decided twice and is not decided a third time (a revision a moment may land again); the
+    same call again is decided on the revision of then."""
+    return Refusal(
+        Code.CONTRACT_REVISED,
+        f"not executed: the run's contract was revised twice while this call was being decided (now "
+        f"{spec_version}); nothing was done: call again with the same arguments",
+        spec_version=spec_version,
+    )
 
 
 _FAILURE_CODES = frozenset(

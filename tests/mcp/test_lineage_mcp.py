@@ -8,9 +8,10 @@ from typing import Any
 import mcp.types as types
 import pytest
 
-from gateway.domain import OPERATION_ID_META
+from gateway.domain import OPERATION_ID_META, merge_patch, parse_contract, token_hash
 from tests.api.conftest import CONTRACT, Api
 from tests.e2e.serving import code_of
+from tests.harness import OPS
 from tests.mcp.test_mcp_front import mcp_client, start
 
 pytestmark = pytest.mark.anyio
@@ -109,3 +110,40 @@ async def test_a_delegated_child_is_carved_out_of_its_parent_over_http(api: Api)
     async with api.client("aud") as auditor:
         forbidden = await auditor.post(f"/api/runs/{run_id}/children", json=child)
     assert forbidden.status_code == 403
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_call_revised_twice_while_decided_is_a_retryable_refusal_not_an_internal_error(
+    api: Api, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_id, token = await start(api)
+    store = api.gateway.gate.store
+    admit = store.admit
+    landing = iter(["v2", "v3"])
+
+    async def revised_just_before(intent: Any, facts: Any) -> Any:
+        version = next(landing, None)
+        if version is not None:  # another replica's revision commits just before this admit
+            run = await store.get_run("acme", run_id)
+            contract = parse_contract(
+                merge_patch({**CONTRACT, "spec_version": run.spec_version}, {"spec_version": version})
+            )
+            await store.revise(
+                OPS, run_id, contract=contract, reason="r", widening=False, base_spec_version=run.spec_version
+            )
+            await store.acknowledge_spec(token_hash(token))
+        return await admit(intent, facts)
+
+    async with mcp_client(api, token, mode) as worker:
+        assert code_of(await worker.call_tool("shop__find", {"q": "a"})) is None
+        monkeypatch.setattr(store, "admit", revised_just_before)
+        refused = await worker.call_tool("shop__find", {"q": "b"})  # not a JSON-RPC error (-32603)
+        monkeypatch.undo()
+        again = await worker.call_tool("shop__find", {"q": "b"})
+
+    assert code_of(refused) == "contract_revised" and refused.is_error
+    assert refused.structured_content is not None
+    error = refused.structured_content["error"]
+    assert (error["retryable"], error["spec_version"]) == (True, "v3")
+    assert text_of(refused).startswith("[contract_revised] not executed")
+    assert code_of(again) is None
