@@ -21,7 +21,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from gateway import failpoints
 from gateway.adapters.base import Adapter
 from gateway.api.connections import routes as connection_routes
 from gateway.api.health import healthz, metrics
@@ -53,6 +52,7 @@ from gateway.runtime.retention import Purger
 from gateway.runtime.shutdown import Drain, DrainGuard
 from gateway.runtime.watchdog import Watchdog, watching
 from gateway.runtime.webhooks import Deliverer
+from gateway.safeguards import Failpoint, Safeguards
 from gateway.service import Gateway
 from gateway.store.factory import open_store
 from gateway.tools.evidence import build_fetcher
@@ -120,13 +120,20 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        failpoints.configure(
-            {name: failpoints.Failpoint(name, e.action, e.tool, e.skip) for name, e in settings.failpoints.items()},
+        # The drill's switches (gateway/safeguards.py): every safeguard on unless `drill:` says otherwise.
+        safeguards = Safeguards(
+            {name: Failpoint(name, e.action, e.tool, e.skip) for name, e in settings.failpoints.items()},
             settings.sabotage,
         )
+        safeguards.announce()
         async with (
             open_store(
-                settings.database, clock=clock, ledger_key=settings.ledger_key, migrate=settings.migrate_on_start
+                settings.database,
+                clock=clock,
+                ledger_key=settings.ledger_key,
+                migrate=settings.migrate_on_start,
+                refusal_limits=limits.refusals,
+                safeguards=safeguards,
             ) as store,
             running(server),
         ):
@@ -148,13 +155,18 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                     pins.follow(adapter)
                 await start_adapters(adapters, started)
                 catalog.check()  # downstream tools are listed now: a collision stops start-up here
-                gate = Gate(store, catalog, store_clock)
+                gate = Gate(store, catalog, store_clock, safeguards=safeguards)
                 gate.limits = settings.limits
-                gate.store.refusal_limits = settings.limits.refusals
                 drain.gate = gate
                 gate.idempotency_for = settings.retention.idempotency
                 watchdog = Watchdog(
-                    store, store_clock, settings.watchdog, settings.webhooks, catalog=catalog, metrics=gate.metrics
+                    store,
+                    store_clock,
+                    settings.watchdog,
+                    settings.webhooks,
+                    catalog=catalog,
+                    metrics=gate.metrics,
+                    safeguards=safeguards,
                 )
                 watchdog.purger = Purger(store, store_clock, settings.retention)
                 deliverer = Deliverer(store, store_clock, settings.webhooks, timeout=settings.watchdog.delivery_timeout)

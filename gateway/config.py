@@ -34,6 +34,7 @@ from gateway.errors import ConfigError
 from gateway.gate.limits import LimitSettings
 from gateway.oauth.settings import OAuthSettings
 from gateway.oidc.settings import OidcSettings, OidcUser
+from gateway.safeguards import Action, Point, Safeguard
 from gateway.yamlfile import read_yaml
 
 DEFAULT_CONFIG = "warrant.yaml"
@@ -275,19 +276,17 @@ class ConsoleSignInEntry(BaseModel):
 
 class FailpointEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    action: Literal["kill", "hang"] = "kill"
+    action: Action = "kill"
     tool: str | None = Field(default=None, min_length=1)
     skip: int = Field(default=0, ge=0)
 
 
 class DrillEntry(BaseModel):
-    """`drill:` the failure drill's own switches (gateway/failpoints.py); never in a deployment."""
+    """`drill:` the failure drill's own switches (gateway/safeguards.py); never in a deployment."""
 
     model_config = ConfigDict(extra="forbid")
-    failpoints: dict[
-        Literal["after_admit", "after_dispatch", "before_settle", "inside_settle", "during_resume"], FailpointEntry
-    ] = {}
-    sabotage: list[Literal["fencing", "budget", "idempotency", "approval"]] = []
+    failpoints: dict[Point, FailpointEntry] = {}
+    sabotage: list[Safeguard] = []
     # Seconds this process's clock is wrong by (a replica whose clock is ahead: positive).
     clock_offset_s: float = Field(default=0.0, ge=-86_400, le=86_400)
 
@@ -416,7 +415,7 @@ class Settings:
     artifacts: ArtifactSettings = ArtifactSettings()
     # Milestone validators by name (`validators:` in warrant.yaml), imported at start-up.
     validators: Mapping[str, Validator] = field(default_factory=dict)
-    # The failure drill's failpoints and sabotaged safeguards (gateway/failpoints.py); empty: off.
+    # The failure drill's failpoints and sabotaged safeguards (gateway/safeguards.py); empty: off.
     failpoints: Mapping[str, FailpointEntry] = field(default_factory=dict)
     sabotage: tuple[str, ...] = ()
     clock_offset_s: float = 0.0  # the drill's wrong clock; 0: off

@@ -113,7 +113,9 @@ class Gateway:
     async def reconcile_reality(self, principal: Principal, run_id: str) -> dict[str, Any]:
         """Look up `unknown` actions and re-check artifacts and sources, in any status."""
         run = await self.store.get_run(principal.tenant, run_id)  # NotFound before any lookup
-        settled = await reconcile_run(self.store, self.catalog, principal.tenant, run_id, self.clock.now())
+        settled = await reconcile_run(
+            self.store, self.catalog, principal.tenant, run_id, self.clock.now(), safeguards=self.gate.safeguards
+        )
         found: dict[str, Any] = {"actions": [{"action_id": a.action_id, "status": a.status.value} for a in settled]}
         if self.progress is not None:
             found.update(recheck_view(await self.progress.recheck(run, by=principal.name)))

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gateway.failpoints import SAFEGUARDS
+from gateway.safeguards import SAFEGUARDS
 
 
 def add_commands(sub: Any) -> None:

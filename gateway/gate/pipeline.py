@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from gateway import failpoints
 from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
 from gateway.bounded import BoundedDict, BoundedSet
 from gateway.canonical import canonical_json, sha256_hex
@@ -47,6 +46,7 @@ from gateway.ids import new_id
 from gateway.observe import tracing
 from gateway.observe.metrics import Metrics
 from gateway.policy.engine import approval_rule, authority_refusal
+from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.base import Admitted, Held, Refused, Stale, Store
 from gateway.store.records import (
     ActionRecord,
@@ -140,8 +140,10 @@ class Gate:
     window from the configuration, and the shutdown drain sets `refusing`.
     """
 
-    def __init__(self, store: Store, catalog: Catalog, clock: Clock) -> None:
+    def __init__(self, store: Store, catalog: Catalog, clock: Clock, *, safeguards: Safeguards = ALL_ON) -> None:
+        """`safeguards`: the drill's switches (gateway/safeguards.py); by default every safeguard on."""
         self.store = store
+        self.safeguards = safeguards
         self.catalog = catalog
         self.clock = clock
         self._terms: BoundedDict[tuple[str, str], Terms] = BoundedDict(TERMS_KEPT)
@@ -240,7 +242,7 @@ class Gate:
         fresh = await self.store.authenticate(info.token_hash)
         assert fresh is not None, "lease tokens are never deleted"
         self._remember(fresh)
-        if failpoints.sabotaged("fencing"):  # the drill's negative control: on every path of the call
+        if self.safeguards.sabotaged("fencing"):  # the drill's negative control: on every path of the call
             return TokenInfo(fresh.run, fresh.run.epoch, fresh.worker, fresh.granted_by, fresh.token_hash)
         return fresh
 
@@ -307,7 +309,7 @@ class Gate:
     ) -> CallResult:
         info = await self._identify(token)
         tool = escape_nul(tool)  # no tool is named so; recorded readably on either store (gateway/text.py)
-        if failpoints.sabotaged("fencing"):  # the drill's negative control: any epoch passes as current
+        if self.safeguards.sabotaged("fencing"):  # the drill's negative control: any epoch passes as current
             info = await self._fresh(info)
         tracing.tag_run(info.run.run_id, info.run.tenant)
         try:
@@ -379,12 +381,12 @@ class Gate:
         operation_id: str | None = None
         if spec.is_write:
             operation_id = client_operation_id or derive_operation_id(run.lineage_id, tool, digest)
-            if failpoints.sabotaged("idempotency"):  # the drill's negative control: every call is new
+            if self.safeguards.sabotaged("idempotency"):  # the drill's negative control: every call is new
                 operation_id = new_id("sab")
         limits = self.limits.for_call(run.tenant, run.run_id)
         facts = CallFacts(epoch=info.epoch, is_write=spec.is_write, reservation=spec.reservation(), limits=limits)
         approval_id: str | None = None
-        rule = None if failpoints.sabotaged("approval") else approval_rule(tool, spec, terms, arguments)
+        rule = None if self.safeguards.sabotaged("approval") else approval_rule(tool, spec, terms, arguments)
         if rule is not None:
             # The approval path reads the run first: a dead lease is refused before any replay,
             # and no approval is requested for a call the run could not admit anyway.
@@ -412,7 +414,7 @@ class Gate:
             operation_id=operation_id,
             idempotency_key=(
                 idempotency_key(run.tenant, run.lineage_id, operation_id)
-                if operation_id and not failpoints.sabotaged("idempotency")
+                if operation_id and not self.safeguards.sabotaged("idempotency")
                 else None
             ),
             epoch=info.epoch,
@@ -630,7 +632,7 @@ class Gate:
         action = admitted.action
         # The dispatch runs in its own task: a client that goes away does not cancel a write in
         # flight (its outcome must be recorded); only a hard cancel of the run does.
-        failpoints.hit("after_admit", spec.name)
+        self.safeguards.hit("after_admit", spec.name)
         started: list[bool] = []
         task = asyncio.create_task(self._dispatch(spec, admitted, arguments, started))
         in_flight = self._in_flight[action.run_id]
@@ -698,13 +700,13 @@ class Gate:
         except Exception:
             log.exception("adapter %s raised on %s", spec.adapter.name, spec.name)
             outcome = _uncertain(spec, Code.UPSTREAM_FAILED, "the adapter failed unexpectedly")
-        failpoints.hit("after_dispatch", spec.name)
+        self.safeguards.hit("after_dispatch", spec.name)
         return await self._settle(spec, admitted, outcome)
 
     async def _settle(self, spec: ToolSpec, admitted: Admitted, outcome: Outcome) -> CallResult:
         action = admitted.action
         settlement = _settlement(spec, outcome, admitted.currency)
-        failpoints.hit("before_settle", spec.name)
+        self.safeguards.hit("before_settle", spec.name)
         self.metrics.observe_call(spec.name, outcome.kind.value)
         if spec.is_write:
             settled = await self.store.settle(action.action_id, settlement, admitted=action)

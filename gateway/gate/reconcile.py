@@ -8,26 +8,29 @@ from __future__ import annotations
 
 import logging
 
-from gateway import failpoints
 from gateway.adapters.base import CallRequest, OutcomeKind
 from gateway.catalog.catalog import Catalog
 from gateway.domain.lifecycle import ActionStatus
 from gateway.errors import Code, Conflict
+from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.base import Store
 from gateway.store.records import ActionRecord, SettleKind, Settlement
 
 log = logging.getLogger("warrant.reconcile")
 
 
-async def reconcile_run(store: Store, catalog: Catalog, tenant: str, run_id: str, now: float) -> list[ActionRecord]:
-    """Try every `unknown` action of the run once (`now`: epoch seconds); returns the actions it settled."""
+async def reconcile_run(
+    store: Store, catalog: Catalog, tenant: str, run_id: str, now: float, *, safeguards: Safeguards = ALL_ON
+) -> list[ActionRecord]:
+    """Try every `unknown` action of the run once (`now`: epoch seconds); returns the actions it settled.
+    `safeguards`: the drill's switches (its `during_resume` failpoint)."""
     settled: list[ActionRecord] = []
     cursor: str | None = None
     while True:
         page = await store.list_actions(tenant, run_id, cursor=cursor, limit=500)
         for action in page.items:
             if action.status is ActionStatus.UNKNOWN:
-                done = await reconcile_action(store, catalog, action, now)
+                done = await reconcile_action(store, catalog, action, now, safeguards=safeguards)
                 if done is not None:
                     settled.append(done)
         if page.next_cursor is None:
@@ -35,7 +38,9 @@ async def reconcile_run(store: Store, catalog: Catalog, tenant: str, run_id: str
         cursor = page.next_cursor
 
 
-async def reconcile_action(store: Store, catalog: Catalog, action: ActionRecord, now: float) -> ActionRecord | None:
+async def reconcile_action(
+    store: Store, catalog: Catalog, action: ActionRecord, now: float, *, safeguards: Safeguards = ALL_ON
+) -> ActionRecord | None:
     spec = catalog.get(action.tool)
     if spec is None:
         return None
@@ -55,7 +60,7 @@ async def reconcile_action(store: Store, catalog: Catalog, action: ActionRecord,
         return None
     if outcome is None or outcome.kind is OutcomeKind.UNKNOWN:
         return None
-    failpoints.hit("during_resume", action.tool)  # proved, not yet recorded
+    safeguards.hit("during_resume", action.tool)  # proved, not yet recorded
     if outcome.kind is OutcomeKind.SUCCEEDED:
         settlement = Settlement(
             kind=SettleKind.SUCCEEDED,

@@ -40,6 +40,7 @@ from gateway.gate.reconcile import reconcile_action
 from gateway.observe.metrics import Metrics
 from gateway.runtime.retention import Purger
 from gateway.runtime.webhooks import Deliverer
+from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.base import AlertDraft, RaisedAlert, Store, Sweep
 
 log = logging.getLogger("warrant.watchdog")
@@ -69,14 +70,17 @@ class Watchdog:
         *,
         catalog: Catalog | None = None,
         metrics: Metrics | None = None,
+        safeguards: Safeguards = ALL_ON,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`safeguards`: the drill's switches (gateway/safeguards.py), which the lookups' reconciliation passes."""
         self.store = store
         self.clock = clock
         self.settings = settings
         self.webhooks = tuple(webhooks)
         self.catalog = catalog
         self.metrics = metrics
+        self.safeguards = safeguards
         self.policy = WatchPolicy(
             approval_fraction=settings.approval_warning_share, approval_at_most=settings.approval_warning
         )
@@ -146,7 +150,9 @@ class Watchdog:
             self._lookups[unknown.action_id] = (attempts, now + delay)
             try:
                 action = await self.store.get_action(unknown.tenant, unknown.action_id)
-                settled = await reconcile_action(self.store, catalog, action, self.clock.now())
+                settled = await reconcile_action(
+                    self.store, catalog, action, self.clock.now(), safeguards=self.safeguards
+                )
             except Exception:
                 log.exception("looking up unknown action %s failed", unknown.action_id)
                 return

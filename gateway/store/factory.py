@@ -6,7 +6,9 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 
 from gateway.clock import Clock
+from gateway.domain.refusals import RefusalLimits
 from gateway.errors import ConfigError
+from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.base import Store
 from gateway.store.postgres import PostgresStore
 from gateway.store.postgres_db import PostgresDatabase, is_postgres_url
@@ -15,18 +17,41 @@ from gateway.store.sqlite_db import Database, ServeLock, sqlite_path
 
 
 @contextlib.asynccontextmanager
-async def open_store(url: str, *, clock: Clock, ledger_key: bytes, migrate: bool = True) -> AsyncIterator[Store]:
+async def open_store(
+    url: str,
+    *,
+    clock: Clock,
+    ledger_key: bytes,
+    migrate: bool = True,
+    refusal_limits: RefusalLimits | None = None,
+    safeguards: Safeguards = ALL_ON,
+) -> AsyncIterator[Store]:
     """Open the store named by `url`: `sqlite:///PATH` or `postgresql://user@host:port/db`,
     applying due schema migrations unless `migrate` is off (then a store that needs any is refused).
+    `refusal_limits`: `limits.refusals` (docs/limits.md); `safeguards`: the drill's switches.
 
     Raises: ConfigError for an unsupported URL; StoreError when the store cannot be opened (an
     unreachable server, a schema newer than this gateway).
     """
     store: Store
     if url.startswith("sqlite://"):
-        store = SQLiteStore(sqlite_path(url), clock=clock, ledger_key=ledger_key, migrate=migrate)
+        store = SQLiteStore(
+            sqlite_path(url),
+            clock=clock,
+            ledger_key=ledger_key,
+            migrate=migrate,
+            refusal_limits=refusal_limits,
+            safeguards=safeguards,
+        )
     elif is_postgres_url(url):
-        store = PostgresStore(url, clock=clock, ledger_key=ledger_key, migrate=migrate)
+        store = PostgresStore(
+            url,
+            clock=clock,
+            ledger_key=ledger_key,
+            migrate=migrate,
+            refusal_limits=refusal_limits,
+            safeguards=safeguards,
+        )
     else:
         raise ConfigError(
             f"unsupported database URL {url.split(':', 1)[0]}:...; use sqlite:///PATH or postgresql://..."

@@ -19,7 +19,9 @@ import psycopg
 
 from gateway.clock import Clock
 from gateway.domain.admission import CallFacts
+from gateway.domain.refusals import RefusalLimits
 from gateway.errors import StoreError
+from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.base import AdmitResult, Admitted, CancelNotices
 from gateway.store.long_reads import LONG_READS_MAX, LongReads
 from gateway.store.postgres_db import CONNECT_TIMEOUT_S, POOL_MAX, PostgresDatabase, postgres_url, redact
@@ -54,12 +56,21 @@ class PostgresStore(SQLiteStore):
         database_time: bool = True,
         replica_liveness: bool = True,
         migrate: bool = True,
+        refusal_limits: RefusalLimits | None = None,
+        safeguards: Safeguards = ALL_ON,
     ) -> None:
         """`database_time`: the store's transactions take their time from the database's clock
         (tests that move an injected clock by hand turn it off). `replica_liveness`: another
         process's admitted actions are orphans only once that process is gone (off: every other
         process is taken for gone, as with SQLite's one server per file)."""
-        super().__init__(":memory:", clock=clock, ledger_key=ledger_key, process_id=process_id)
+        super().__init__(
+            ":memory:",
+            clock=clock,
+            ledger_key=ledger_key,
+            process_id=process_id,
+            refusal_limits=refusal_limits,
+            safeguards=safeguards,
+        )
         self._url = postgres_url(url)
         db = PostgresDatabase(
             self._url, max_size=pool_size, database_time=database_time, local=clock.now, migrate=migrate

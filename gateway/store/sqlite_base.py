@@ -24,6 +24,7 @@ from gateway.domain.refusals import RefusalLimits, recorded_reason, recorded_too
 from gateway.domain.units import format_money, headroom
 from gateway.errors import Code, InvalidRequest, NotFound, Refusal, StoreError
 from gateway.ids import new_id
+from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.long_reads import LongReads
 from gateway.store.records import (
     ActionRecord,
@@ -56,9 +57,19 @@ def default_process_id() -> str:
 
 class SQLiteBase:
     def __init__(
-        self, path: str, *, clock: Clock, ledger_key: bytes, process_id: str | None = None, migrate: bool = True
+        self,
+        path: str,
+        *,
+        clock: Clock,
+        ledger_key: bytes,
+        process_id: str | None = None,
+        migrate: bool = True,
+        refusal_limits: RefusalLimits | None = None,
+        safeguards: Safeguards = ALL_ON,
     ) -> None:
-        """`migrate`: apply due schema migrations when opening; off, a store that needs any is refused."""
+        """`migrate`: apply due schema migrations when opening; off, a store that needs any is refused.
+        `refusal_limits`: `limits.refusals` (docs/limits.md); `safeguards`: the drill's switches
+        (gateway/safeguards.py), read inside the admit and settle transactions."""
         if not ledger_key:
             raise ValueError("a ledger key is required")
         self._db = Database(path, migrate=migrate)
@@ -71,7 +82,8 @@ class SQLiteBase:
         self._held = HeldChains()
         self._bodies = KnownBodies()
         self._long_reads = LongReads()
-        self.refusal_limits = RefusalLimits()  # `limits.refusals`, set by the app (docs/limits.md)
+        self.refusal_limits = refusal_limits or RefusalLimits()
+        self.safeguards = safeguards
 
     @property
     def clock(self) -> Clock:

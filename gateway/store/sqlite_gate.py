@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from gateway import failpoints
 from gateway.domain import lifecycle
 from gateway.domain.admission import CallFacts, RunSnapshot, call_refusal, lease_refusal
 from gateway.domain.lease_rules import LeaseWrite, reestablishes
@@ -84,7 +83,7 @@ class GateOps(LeaseOps, LimitOps):
                     return Held(held, operation_expired(held.status, held.created_at, intent.operation_kept_for, now))
             if refusal is None:
                 refusal = call_refusal(run, facts, now)
-                if refusal is not None and refusal.code == Code.BUDGET_EXHAUSTED and failpoints.sabotaged("budget"):
+                if refusal is not None and refusal.code == Code.BUDGET_EXHAUSTED and self.safeguards.sabotaged("budget"):
                     refusal = None  # the drill's negative control: the limits are not enforced
             if refusal is None and intent.approval_id is not None:
                 refusal = self._check_approval(conn, intent, run, now)
@@ -433,7 +432,7 @@ class GateOps(LeaseOps, LimitOps):
             returning = " RETURNING *" if want_run else ""
             after = conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?{returning}", (*params, run_id)).fetchone()
             run = run_from_row(after) if want_run else None
-            failpoints.hit("inside_settle", updated.tool)  # written, not committed
+            self.safeguards.hit("inside_settle", updated.tool)  # written, not committed
             return SettleResult(updated, run, overrun=overrun, after_cancel=after_cancel)
 
         return tx

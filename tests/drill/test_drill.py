@@ -26,7 +26,7 @@ from gateway.drill import (
     REGISTRY,
     cases,  # noqa: F401  (registers every case)
 )
-from gateway.failpoints import SAFEGUARDS
+from gateway.safeguards import SAFEGUARDS
 
 pytestmark = pytest.mark.slow
 

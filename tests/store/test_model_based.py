@@ -56,11 +56,11 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from gateway import failpoints
 from gateway.clock import ManualClock
 from gateway.domain import api_key_hash, merge_patch, mint_api_key, parse_contract, token_hash
 from gateway.errors import WarrantError
 from gateway.gate import Gate
+from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.records import ApprovalStatus, Principal, RunRecord
 from tests.harness import APPROVER, OPS, TENANT, Backend, SQLiteBackend, Tools, contract
 from tests.harness_postgres import PostgresBackend
@@ -126,6 +126,8 @@ _fresh_backend: Callable[[], Backend] | None = None
 
 
 class GateModel(RuleBasedStateMachine):
+    safeguards: Safeguards = ALL_ON  # the drill's switches the gate is built with (a control sabotages one)
+
     def __init__(self) -> None:
         super().__init__()
         assert _fresh_backend is not None
@@ -136,7 +138,7 @@ class GateModel(RuleBasedStateMachine):
         self.model = Model()
         self.store = self.backend.store(self.clock, process_id="model-gateway")
         self._run(self.store.open())
-        self.gate = Gate(self.store, self.tools.catalog(), self.clock)
+        self.gate = Gate(self.store, self.tools.catalog(), self.clock, safeguards=self.safeguards)
         self.workers = 0
 
     def _run(self, coro: Any) -> Any:
@@ -416,7 +418,7 @@ class GateModel(RuleBasedStateMachine):
         self._run(self.store.close())
         self.store = self.backend.store(self.clock, process_id="model-gateway")
         self._run(self.store.open())
-        self.gate = Gate(self.store, self.tools.catalog(), self.clock)
+        self.gate = Gate(self.store, self.tools.catalog(), self.clock, safeguards=self.safeguards)
 
     # -- invariants, against the real rows ---------------------------------------------------
     @invariant()
@@ -534,11 +536,8 @@ def test_the_model_finds_a_gate_that_admits_a_stale_epoch(
 ) -> None:
     """With fencing sabotaged (the drill's switch: any token's epoch passes as the run's current one,
     at the gate and in the store's admit), a superseded token's call is admitted: the model names it."""
-    failpoints.configure({}, ["fencing"])
-    try:
-        _finds(sqlite_files, "dead epoch|revoked key")
-    finally:
-        failpoints.reset()
+    monkeypatch.setattr(GateModel, "safeguards", Safeguards(sabotage=["fencing"]))
+    _finds(sqlite_files, "dead epoch|revoked key")
 
 
 class _Pick:

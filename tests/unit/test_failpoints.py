@@ -1,4 +1,4 @@
-"""Failpoints and sabotage switches (gateway/failpoints.py): off by default, set only by the
+"""Failpoints and sabotage switches (gateway/safeguards.py): off by default, set only by the
 configuration's `drill:` section, and a fired `kill` is a real SIGKILL at that point."""
 
 from __future__ import annotations
@@ -7,44 +7,52 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
-from gateway import failpoints
 from gateway.config import load_settings
 from gateway.errors import ConfigError
-
-
-@pytest.fixture(autouse=True)
-def _reset() -> Iterator[None]:
-    yield
-    failpoints.reset()
+from gateway.safeguards import ALL_ON, POINTS, SAFEGUARDS, Failpoint, Point, Safeguard, Safeguards
 
 
 def test_off_by_default() -> None:
-    assert not failpoints.active()
-    for safeguard in failpoints.SAFEGUARDS:
-        assert not failpoints.sabotaged(safeguard)
-    for name in failpoints.POINTS:
-        failpoints.hit(name, "any__tool")  # returns: nothing is armed
+    for safeguards in (ALL_ON, Safeguards()):
+        assert not safeguards.active
+        for safeguard in SAFEGUARDS:
+            assert not safeguards.sabotaged(safeguard)
+        for name in POINTS:
+            safeguards.hit(name, "any__tool")  # returns: nothing is armed
+
+
+def test_the_names_and_their_types_agree() -> None:
+    assert get_args(Point) == POINTS
+    assert get_args(Safeguard) == SAFEGUARDS
 
 
 def test_unknown_names_are_refused() -> None:
     with pytest.raises(ValueError, match="after_lunch"):
-        failpoints.configure({"after_lunch": failpoints.Failpoint("after_lunch")}, ())
+        Safeguards({"after_lunch": Failpoint("after_lunch")})
     with pytest.raises(ValueError, match="seatbelts"):
-        failpoints.configure({}, ["seatbelts"])
-    assert not failpoints.active()
+        Safeguards(sabotage=["seatbelts"])
 
 
-def test_sabotage_is_exactly_what_was_asked() -> None:
-    failpoints.configure({}, ["budget"])
-    assert failpoints.sabotaged("budget")
-    assert not failpoints.sabotaged("fencing")
-    failpoints.reset()
-    assert not failpoints.sabotaged("budget")
+def test_sabotage_is_exactly_what_was_asked_and_only_where_it_was_given() -> None:
+    drill = Safeguards(sabotage=["budget"])
+    assert drill.active and drill.sabotaged("budget")
+    assert not drill.sabotaged("fencing")
+    assert not ALL_ON.sabotaged("budget")  # another object, another process's switches
+
+
+def test_drill_mode_is_announced_only_when_a_switch_is_on(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="warrant.failpoints"):
+        Safeguards().announce()
+        assert caplog.records == []
+        Safeguards({"after_admit": Failpoint("after_admit")}, ["approval"]).announce()
+    assert [r.getMessage() for r in caplog.records] == [
+        "DRILL MODE: failpoints after_admit, sabotaged safeguards approval; never run a deployment like this"
+    ]
 
 
 def _config(tmp_path: Path, drill: str) -> Path:
@@ -76,13 +84,13 @@ def test_a_kill_fires_once_at_the_matching_hit_and_is_a_sigkill() -> None:
     program = textwrap.dedent(
         """
         import sys
-        from gateway import failpoints
-        failpoints.configure({"before_settle": failpoints.Failpoint("before_settle", "kill", "a__write", 1)}, ())
-        failpoints.hit("after_admit", "a__write")      # another failpoint
-        failpoints.hit("before_settle", "b__write")    # another tool
-        failpoints.hit("before_settle", "a__write")    # skipped once
+        from gateway.safeguards import Failpoint, Safeguards
+        drill = Safeguards({"before_settle": Failpoint("before_settle", "kill", "a__write", 1)})
+        drill.hit("after_admit", "a__write")      # another failpoint
+        drill.hit("before_settle", "b__write")    # another tool
+        drill.hit("before_settle", "a__write")    # skipped once
         print("still alive", flush=True)
-        failpoints.hit("before_settle", "a__write")    # fires
+        drill.hit("before_settle", "a__write")    # fires
         print("survived", flush=True)
         """
     )
