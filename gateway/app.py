@@ -37,6 +37,7 @@ from gateway.clock import Clock, OffsetClock, SystemClock
 from gateway.config import Settings, load_adapter
 from gateway.console import console_routes
 from gateway.errors import Code, ConfigError, NotFound
+from gateway.gate.in_flight import InFlight
 from gateway.gate.limits import BodyCap
 from gateway.gate.pipeline import Gate
 from gateway.mcp.runs import PATH as RUNS_PATH
@@ -116,7 +117,10 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
 
     server = build_mcp_server(gate_of, catalog)
     mcp = mcp_app(server, settings.host, settings.limits.max_request_body)
-    drain = Drain()  # begun by `warrant serve`'s first SIGTERM (gateway/runtime/shutdown.py)
+    # The process's calls in flight: the drain (begun by `warrant serve`'s first SIGTERM,
+    # gateway/runtime/shutdown.py) lives as long as the app, the gate only as long as its lifespan.
+    in_flight = InFlight()
+    drain = Drain(in_flight)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -155,9 +159,8 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                     pins.follow(adapter)
                 await start_adapters(adapters, started)
                 catalog.check()  # downstream tools are listed now: a collision stops start-up here
-                gate = Gate(store, catalog, store_clock, safeguards=safeguards)
+                gate = Gate(store, catalog, store_clock, in_flight=in_flight, safeguards=safeguards)
                 gate.limits = settings.limits
-                drain.gate = gate
                 gate.idempotency_for = settings.retention.idempotency
                 watchdog = Watchdog(
                     store,

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
-from gateway.bounded import BoundedDict, BoundedSet
+from gateway.bounded import BoundedDict
 from gateway.canonical import canonical_json, sha256_hex
 from gateway.catalog.catalog import Catalog, ToolSpec
 from gateway.clock import Clock, isoformat
@@ -41,6 +40,7 @@ from gateway.domain.operations import (
 )
 from gateway.domain.units import format_money, parse_duration
 from gateway.errors import Code, Refusal, Unauthenticated, WarrantError
+from gateway.gate.in_flight import ABORTED_BY_CANCEL, InFlight
 from gateway.gate.limits import LimitSettings, cap_result, withheld_text
 from gateway.ids import new_id
 from gateway.observe import tracing
@@ -74,11 +74,6 @@ META_RECEIPT = "warrant/receipt"  # ... and the receipt it answers with instead
 # Every refused or failed call's code, also on a waiting answer that is not an error result (isError
 # false: approval_required, run_waiting), so a harness tells "not executed" from a success by `_meta`.
 META_CODE = "warrant/code"
-# How long a run's hard cancel is remembered for calls admitted just before it (seconds): far
-# longer than the moment between an admit's commit and its dispatch.
-CANCELLED_HARD_KEPT_S = 600.0
-CANCELLED_HARD_KEPT = 10_000  # ... and how many runs at most
-ABORTED_BY_CANCEL = "the call was aborted by a hard cancel"
 TOKENS_KEPT = 10_000  # lease tokens whose identity is remembered (`Gate.knows`, step 1)
 TERMS_KEPT = 4096  # contracts' terms remembered, by run and spec version
 
@@ -140,9 +135,19 @@ class Gate:
     window from the configuration, and the shutdown drain sets `refusing`.
     """
 
-    def __init__(self, store: Store, catalog: Catalog, clock: Clock, *, safeguards: Safeguards = ALL_ON) -> None:
-        """`safeguards`: the drill's switches (gateway/safeguards.py); by default every safeguard on."""
+    def __init__(
+        self,
+        store: Store,
+        catalog: Catalog,
+        clock: Clock,
+        *,
+        in_flight: InFlight | None = None,
+        safeguards: Safeguards = ALL_ON,
+    ) -> None:
+        """`in_flight`: the process's calls in flight, shared with the drain (gateway/gate/in_flight.py;
+        one of its own when not given). `safeguards`: the drill's switches (gateway/safeguards.py)."""
         self.store = store
+        self.in_flight = in_flight or InFlight()
         self.safeguards = safeguards
         self.catalog = catalog
         self.clock = clock
@@ -150,18 +155,7 @@ class Gate:
         # The one cache of lease tokens (by hash): the /mcp guard's "is it known" and step 1's identity.
         self._tokens: BoundedDict[str, TokenInfo] = BoundedDict(TOKENS_KEPT)
         self._holds: dict[str, asyncio.Future[TokenInfo | None]] = {}  # lease renewals under way, by token
-        self._in_flight: dict[str, set[asyncio.Task[Any]]] = defaultdict(set)
-        # Dispatches being aborted (by a hard cancel, or at shutdown), each with the reason recorded.
-        self._aborting: dict[asyncio.Task[Any], str] = {}
-        # Runs a hard cancel was heard for: a call admitted just before the cancel committed, whose
-        # dispatch was not yet in flight when the abort came, is not sent either.
-        self._cancelled_hard: BoundedSet[str] = BoundedSet(CANCELLED_HARD_KEPT, ttl=CANCELLED_HARD_KEPT_S)
         self.metrics = Metrics(known_tool=lambda name: catalog.get(name) is not None)
-        # Shutdown (gateway/runtime/shutdown.py): while set, calls are refused before their admit with this
-        # refusal; `_admitting` counts admits under way, whose dispatch the drain must wait for too.
-        self.refusing: Refusal | None = None
-        self._admitting = 0
-        self._stopped: str | None = None  # the reason every dispatch not yet begun is aborted with
         self.progress: Progress | None = None  # the progress tools, set by the app (gateway/tools/progress.py)
         self.limits = LimitSettings()  # `limits:` in warrant.yaml, set by the app (gateway/gate/limits.py)
         # retention.idempotency (docs/retention.md), seconds: a settled write's operation id replays for
@@ -368,8 +362,9 @@ class Gate:
         size: int,
         stale_retry: bool = False,
     ) -> CallResult:
-        if self.refusing is not None:  # draining: no approval requested, nothing admitted
-            return await self._reject(info, tool, digest, self.refusing, size)
+        refusing = self.in_flight.refusing
+        if refusing is not None:  # draining: no approval requested, nothing admitted
+            return await self._reject(info, tool, digest, refusing, size)
         run = info.run
         terms = self.terms_of(run)
         spec = await self._spec(tool)
@@ -426,13 +421,14 @@ class Gate:
             spec_version=run.spec_version,
             operation_kept_for=self.idempotency_for if operation_id else None,
         )
-        if self.refusing is not None:  # the drain began while this call was deciding
-            return await self._reject(info, tool, digest, self.refusing, size)
-        self._admitting += 1
+        refusing = self.in_flight.refusing
+        if refusing is not None:  # the drain began while this call was deciding
+            return await self._reject(info, tool, digest, refusing, size)
+        self.in_flight.admitting += 1
         try:
             admitted = await self.metrics.timed(self.store.admit(intent, facts))
         finally:
-            self._admitting -= 1  # an Admitted's task is in flight before the next await
+            self.in_flight.admitting -= 1  # an Admitted's task is in flight before the next await
         if isinstance(admitted, Stale):
             if stale_retry:  # decided again on the revision, and another one landed meanwhile
                 return await self._reject(info, tool, digest, revised_refusal(admitted.spec_version), size)
@@ -635,33 +631,20 @@ class Gate:
         self.safeguards.hit("after_admit", spec.name)
         started: list[bool] = []
         task = asyncio.create_task(self._dispatch(spec, admitted, arguments, started))
-        in_flight = self._in_flight[action.run_id]
-        in_flight.add(task)
-        task.add_done_callback(lambda t: self._forget(action.run_id, t))
-        stopped = self._stopped or (ABORTED_BY_CANCEL if action.run_id in self._cancelled_hard else None)
-        if stopped is not None:
-            # The hard cancel (or the shutdown) came after this call's admit, and its abort came
-            # before the dispatch was in flight: abort it now, before it starts.
-            self._aborting[task] = stopped
-            task.cancel()
+        # A hard cancel (or the shutdown) that came after this call's admit, and whose abort came
+        # before the dispatch was in flight, aborts it now, before it starts.
+        self.in_flight.track(action.run_id, task)
         try:
             if spec.is_write:
                 return await asyncio.shield(task)
             return await task
         except asyncio.CancelledError:
-            if not (task.cancelled() and not started and task in self._aborting):
+            if not (task.cancelled() and not started and self.in_flight.abort_reason(task) is not None):
                 raise
-            reason = self._aborting.pop(task, ABORTED_BY_CANCEL)
+            reason = self.in_flight.aborted(task)
         # Aborted (a hard cancel, the shutdown) before the dispatch began: nothing was sent.
         outcome = Outcome(OutcomeKind.NOT_SENT, code=Code.UPSTREAM_UNAVAILABLE, message=f"{reason} before it was sent")
         return await self._settle(spec, admitted, outcome)
-
-    def _forget(self, run_id: str, task: asyncio.Task[Any]) -> None:
-        tasks = self._in_flight.get(run_id)
-        if tasks is not None:
-            tasks.discard(task)
-            if not tasks:
-                del self._in_flight[run_id]
 
     async def _dispatch(self, spec: ToolSpec, admitted: Admitted, arguments: Any, started: list[bool]) -> CallResult:
         started.append(True)
@@ -688,10 +671,10 @@ class Gate:
         except asyncio.CancelledError:
             # A hard cancel of the run (or shutdown): the request may have left.
             task = asyncio.current_task()
-            reason = self._aborting.get(task, ABORTED_BY_CANCEL) if task is not None else ABORTED_BY_CANCEL
-            outcome = _uncertain(spec, Code.UPSTREAM_UNAVAILABLE, reason)
+            reason = self.in_flight.abort_reason(task)
+            outcome = _uncertain(spec, Code.UPSTREAM_UNAVAILABLE, ABORTED_BY_CANCEL if reason is None else reason)
             result = await self._settle(spec, admitted, outcome)
-            if task is not None and task in self._aborting:
+            if task is not None and self.in_flight.abort_reason(task) is not None:
                 # Our own abort, not the caller going away: the caller, still waiting, gets the
                 # outcome as recorded instead of a CancelledError it never asked for.
                 task.uncancel()
@@ -747,41 +730,20 @@ class Gate:
         return CallResult(result.content, result.structured, True, {**meta, **result.meta}, result.code)
 
     async def abort_run(self, run_id: str) -> int:
-        """Hard cancel: abort this run's calls in flight; they settle as `unknown`.
-
-        Aborting a run twice is one abort: a hard cancel is heard here from the operator's request
-        and again from the store's notice (gateway/runtime/cancel_relay.py); a second `cancel()` of a task
-        already aborting would interrupt the settle that records its outcome."""
-        self._cancelled_hard.add(run_id)
-        return await self._abort(list(self._in_flight.get(run_id, ())), ABORTED_BY_CANCEL)
+        """Hard cancel: abort this run's calls in flight; they settle as `unknown` (InFlight.abort_run)."""
+        return await self.in_flight.abort_run(run_id)
 
     async def abort_all(self, reason: str) -> int:
-        """Shutdown: abort every call in flight (writes settle `unknown`, reads failed, with `reason`),
-        and every dispatch admitted from now on before it is sent. Returns how many were in flight."""
-        self._stopped = reason
-        return await self._abort([task for tasks in self._in_flight.values() for task in tasks], reason)
-
-    async def _abort(self, tasks: list[asyncio.Task[Any]], reason: str) -> int:
-        mine = [task for task in tasks if task not in self._aborting]
-        for task in mine:
-            self._aborting[task] = reason
-            task.cancel()
-        try:
-            # gather with return_exceptions: the tasks' own cancellations are results here, while a
-            # cancellation of the caller of abort_run still reaches it.
-            await asyncio.gather(*tasks, return_exceptions=True)
-        finally:
-            for task in mine:
-                self._aborting.pop(task, None)
-        return len(tasks)
+        """Shutdown: abort every call in flight, and every dispatch admitted from now on (InFlight.abort_all)."""
+        return await self.in_flight.abort_all(reason)
 
     def busy(self) -> bool:
         """Whether any call is admitting, dispatching or settling in this process."""
-        return self._admitting > 0 or any(self._in_flight.values())
+        return self.in_flight.busy()
 
     def in_flight_runs(self) -> list[str]:
         """The runs this process has calls in flight for (dispatching or settling)."""
-        return [run_id for run_id, tasks in self._in_flight.items() if tasks]
+        return self.in_flight.runs()
 
     # -- gateway tools -----------------------------------------------------------------------
     async def repeat(self, token: str | None, action_id: str, reason: str) -> CallResult:

@@ -28,7 +28,6 @@ import signal
 import socket
 import time
 from types import FrameType
-from typing import TYPE_CHECKING
 
 import uvicorn
 from starlette.responses import JSONResponse
@@ -36,9 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway import __version__
 from gateway.errors import Code, Refusal
-
-if TYPE_CHECKING:
-    from gateway.gate.pipeline import Gate
+from gateway.gate.in_flight import InFlight
 
 log = logging.getLogger("warrant.shutdown")
 
@@ -59,11 +56,15 @@ def draining_refusal() -> Refusal:
 
 
 class Drain:
-    """The process's drain: begun once, by the first SIGTERM or SIGINT."""
+    """The process's drain: begun once, by the first SIGTERM or SIGINT.
 
-    def __init__(self) -> None:
+    `in_flight`: the process's calls in flight (gateway/gate/in_flight.py), which the gate, built
+    later in the app's lifespan, tracks its dispatches in.
+    """
+
+    def __init__(self, in_flight: InFlight) -> None:
         self.since: float | None = None  # monotonic time the drain began
-        self.gate: Gate | None = None  # set by the app's lifespan once the gate exists
+        self.in_flight = in_flight
 
     @property
     def draining(self) -> bool:
@@ -73,22 +74,19 @@ class Drain:
         """From now on nothing new is admitted (the front answers 503, the gate refuses)."""
         if self.since is None:
             self.since = time.monotonic()
-        if self.gate is not None:
-            self.gate.refusing = draining_refusal()
+        self.in_flight.refuse(draining_refusal())
 
     async def settle(self, grace: float) -> int:
         """Wait up to `grace` seconds for the calls in flight to settle, then abort the rest (they
         settle too: writes `unknown`, with the reason). Returns how many calls were aborted."""
-        gate = self.gate
-        if gate is None:
-            return 0
+        in_flight = self.in_flight
         try:
             async with asyncio.timeout(grace):
-                while gate.busy():  # noqa: ASYNC110 - calls settle in their own tasks; polled, bounded
+                while in_flight.busy():  # noqa: ASYNC110 - calls settle in their own tasks; polled, bounded
                     await asyncio.sleep(POLL_S)
             return 0
         except TimeoutError:
-            return await gate.abort_all(SHUT_DOWN_REASON)
+            return await in_flight.abort_all(SHUT_DOWN_REASON)
 
 
 class DrainGuard:

@@ -18,8 +18,7 @@ pytestmark = pytest.mark.anyio
 
 
 def draining(world: World) -> Drain:
-    drain = Drain()
-    drain.gate = world.gate
+    drain = Drain(world.gate.in_flight)
     drain.begin()
     return drain
 

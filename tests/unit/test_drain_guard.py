@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gateway.gate.in_flight import InFlight
 from gateway.runtime import Drain, DrainGuard
 from gateway.runtime.shutdown import RETRY_AFTER_S
 
@@ -27,14 +28,14 @@ def client(drain: Drain) -> httpx.AsyncClient:
 
 
 async def test_before_a_drain_everything_passes() -> None:
-    async with client(Drain()) as http:
+    async with client(Drain(InFlight())) as http:
         for method, path in [("GET", "/healthz"), ("POST", "/api/runs"), ("POST", "/mcp")]:
             answer = await http.request(method, path)
             assert answer.json() == {"passed": path}
 
 
 async def test_while_draining_healthz_says_so_and_writes_outside_mcp_are_refused() -> None:
-    drain = Drain()
+    drain = Drain(InFlight())
     drain.begin()
     async with client(drain) as http:
         health = await http.get("/healthz")
