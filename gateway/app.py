@@ -56,6 +56,7 @@ from gateway.runtime.webhooks import Deliverer
 from gateway.safeguards import Failpoint, Safeguards
 from gateway.service import Gateway
 from gateway.store.factory import open_store
+from gateway.tools.calls import ToolCalls
 from gateway.tools.evidence import build_fetcher
 from gateway.tools.progress import Progress
 
@@ -115,7 +116,11 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         gateway: Gateway = app.state.gateway
         return gateway.gate
 
-    server = build_mcp_server(gate_of, catalog)
+    def calls_of() -> ToolCalls:
+        calls: ToolCalls = app.state.tool_calls
+        return calls
+
+    server = build_mcp_server(calls_of, catalog)
     mcp = mcp_app(server, settings.host, settings.limits.max_request_body)
     # The process's calls in flight: the drain (begun by `warrant serve`'s first SIGTERM,
     # gateway/runtime/shutdown.py) lives as long as the app, the gate only as long as its lifespan.
@@ -159,9 +164,15 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                     pins.follow(adapter)
                 await start_adapters(adapters, started)
                 catalog.check()  # downstream tools are listed now: a collision stops start-up here
-                gate = Gate(store, catalog, store_clock, in_flight=in_flight, safeguards=safeguards)
-                gate.limits = settings.limits
-                gate.idempotency_for = settings.retention.idempotency
+                gate = Gate(
+                    store,
+                    catalog,
+                    store_clock,
+                    limits=limits,
+                    idempotency_for=settings.retention.idempotency,
+                    in_flight=in_flight,
+                    safeguards=safeguards,
+                )
                 watchdog = Watchdog(
                     store,
                     store_clock,
@@ -169,13 +180,13 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                     settings.webhooks,
                     catalog=catalog,
                     metrics=gate.metrics,
+                    purger=Purger(store, store_clock, settings.retention),
                     safeguards=safeguards,
                 )
-                watchdog.purger = Purger(store, store_clock, settings.retention)
                 deliverer = Deliverer(store, store_clock, settings.webhooks, timeout=settings.watchdog.delivery_timeout)
                 fetcher = build_fetcher(settings)
                 progress = Progress(gate, fetcher, store_clock, settings.validators)
-                gate.progress = progress
+                app.state.tool_calls = ToolCalls(gate, progress)
                 app.state.gateway = Gateway(
                     store,
                     catalog,
@@ -199,7 +210,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         gateway: Gateway = app.state.gateway
         return gateway
 
-    front = LeaseTokenGuard(mcp, gate_of, fast_path(server, gate_of, catalog))
+    front = LeaseTokenGuard(mcp, gate_of, fast_path(server, calls_of, catalog))
     # MCP authorization (gateway/oauth/): /mcp as an OAuth resource, the gateway as its server.
     authorization = (
         WarrantAuthorization(gateway_of, settings.oauth, settings.ledger_key) if settings.oauth.enabled else None

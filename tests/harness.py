@@ -307,6 +307,12 @@ class World:
     backend: Backend
     _tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
+    def regate(self, **options: Any) -> Gate:
+        """The world's gate built again with these constructor options (`limits`, `idempotency_for`,
+        ...), as the app builds it from warrant.yaml; nothing of the old one is kept."""
+        self.gate = Gate(self.store, self.tools.catalog(), self.clock, **options)
+        return self.gate
+
     async def new_run(self, **changes: Any) -> Run:
         run = await self.store.create_run(OPS, parse_contract(contract(**changes)))
         grant = await self.store.acquire_lease(OPS, run.run_id, "worker-1", takeover=False)

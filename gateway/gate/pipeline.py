@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
 from gateway.bounded import BoundedDict
@@ -60,9 +60,6 @@ from gateway.store.records import (
     TokenInfo,
 )
 from gateway.text import escape_nul
-
-if TYPE_CHECKING:
-    from gateway.tools.progress import Progress
 
 log = logging.getLogger("warrant.gate")
 
@@ -141,26 +138,28 @@ class Gate:
         catalog: Catalog,
         clock: Clock,
         *,
+        limits: LimitSettings | None = None,
+        idempotency_for: float | None = None,
         in_flight: InFlight | None = None,
         safeguards: Safeguards = ALL_ON,
     ) -> None:
-        """`in_flight`: the process's calls in flight, shared with the drain (gateway/gate/in_flight.py;
-        one of its own when not given). `safeguards`: the drill's switches (gateway/safeguards.py)."""
+        """`limits`: `limits:` in warrant.yaml (gateway/gate/limits.py). `idempotency_for`:
+        retention.idempotency (docs/retention.md), seconds a settled write's operation id replays
+        for, then is refused `idempotency_expired`; None: for as long as the record. `in_flight`:
+        the process's calls in flight, shared with the drain (gateway/gate/in_flight.py; a gate of
+        its own when not given). `safeguards`: the drill's switches (gateway/safeguards.py)."""
         self.store = store
-        self.in_flight = in_flight or InFlight()
-        self.safeguards = safeguards
         self.catalog = catalog
         self.clock = clock
+        self.limits = limits or LimitSettings()
+        self.idempotency_for = idempotency_for
+        self.in_flight = in_flight or InFlight()
+        self.safeguards = safeguards
         self._terms: BoundedDict[tuple[str, str], Terms] = BoundedDict(TERMS_KEPT)
         # The one cache of lease tokens (by hash): the /mcp guard's "is it known" and step 1's identity.
         self._tokens: BoundedDict[str, TokenInfo] = BoundedDict(TOKENS_KEPT)
         self._holds: dict[str, asyncio.Future[TokenInfo | None]] = {}  # lease renewals under way, by token
         self.metrics = Metrics(known_tool=lambda name: catalog.get(name) is not None)
-        self.progress: Progress | None = None  # the progress tools, set by the app (gateway/tools/progress.py)
-        self.limits = LimitSettings()  # `limits:` in warrant.yaml, set by the app (gateway/gate/limits.py)
-        # retention.idempotency (docs/retention.md), seconds: a settled write's operation id replays for
-        # this long, then is refused `idempotency_expired`. None: it replays for as long as the record.
-        self.idempotency_for: float | None = None
 
     # -- step 1 ------------------------------------------------------------------------------
     async def authenticate(self, token: str | None) -> TokenInfo:

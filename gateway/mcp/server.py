@@ -30,10 +30,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from gateway import __version__
 from gateway.catalog.catalog import Catalog
 from gateway.domain.leases import looks_like_token, token_hash
-from gateway.errors import Code, Refusal, Unauthenticated
+from gateway.errors import Refusal, Unauthenticated
 from gateway.gate.pipeline import CallResult, Gate
 from gateway.ids import new_id
 from gateway.mcp.accelerators.fastpath import FastPath
+from gateway.tools.calls import ToolCalls
 
 log = logging.getLogger("warrant.mcp")
 R = TypeVar("R")
@@ -195,13 +196,13 @@ def _token_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return value.strip() if scheme.lower() == "bearer" else None
 
 
-def build_mcp_server(gate_of: Callable[[], Gate], catalog: Catalog) -> Server[Any]:
-    """The low-level server. `gate_of` returns the gate built in the app's lifespan."""
+def build_mcp_server(calls_of: Callable[[], ToolCalls], catalog: Catalog) -> Server[Any]:
+    """The low-level server. `calls_of` returns the tool calls (and their gate) built in the app's lifespan."""
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        gate = gate_of()
+        gate = calls_of().gate
         try:
             info = await gate.authenticate(_token_of(ctx))
         except Unauthenticated as exc:
@@ -234,7 +235,7 @@ def build_mcp_server(gate_of: Callable[[], Gate], catalog: Catalog) -> Server[An
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await answer_call(gate_of(), _token_of(ctx), params, ctx.meta)
+        return await answer_call(calls_of(), _token_of(ctx), params, ctx.meta)
 
     return Server(
         "warrant",
@@ -262,28 +263,28 @@ def input_schema_of(catalog: Catalog) -> Callable[[str], Mapping[str, Any] | Non
 
 
 async def answer_call(
-    gate: Gate, token: str | None, params: types.CallToolRequestParams, meta: Mapping[str, Any] | None
+    calls: ToolCalls, token: str | None, params: types.CallToolRequestParams, meta: Mapping[str, Any] | None
 ) -> types.CallToolResult:
     """One `tools/call` as a tool result. Raises: MCPError (-32001 unauthenticated, -32603 a bug of ours)."""
-    return await _answer(gate, token, params, meta, to_mcp_result)
+    return await _answer(calls, token, params, meta, to_mcp_result)
 
 
 async def answer_body(
-    gate: Gate, token: str | None, params: types.CallToolRequestParams, meta: Mapping[str, Any] | None
+    calls: ToolCalls, token: str | None, params: types.CallToolRequestParams, meta: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     """`answer_call`'s result as `result_body` gives it (the fast path's). Raises: as `answer_call`."""
-    return await _answer(gate, token, params, meta, result_body)
+    return await _answer(calls, token, params, meta, result_body)
 
 
 async def _answer(
-    gate: Gate,
+    calls: ToolCalls,
     token: str | None,
     params: types.CallToolRequestParams,
     meta: Mapping[str, Any] | None,
     shape: Callable[[CallResult], R],
 ) -> R:
     try:
-        return shape(await _call(gate, token, params, client_meta(meta)))
+        return shape(await calls.call(token, params.name, params.arguments or {}, client_meta(meta)))
     except Unauthenticated as exc:
         raise MCPError(-32001, exc.message) from None
     except Refusal as refusal:
@@ -297,60 +298,15 @@ async def _answer(
         raise MCPError(-32603, f"internal error in the gateway (reference {reference})") from None
 
 
-def fast_path(server: Server[Any], gate_of: Callable[[], Gate], catalog: Catalog) -> FastPath:
+def fast_path(server: Server[Any], calls_of: Callable[[], ToolCalls], catalog: Catalog) -> FastPath:
     """The fast path for `tools/call`, for a server whose streamable HTTP app is already made."""
 
     async def handler(
         token: str, params: types.CallToolRequestParams, meta: Mapping[str, Any] | None
     ) -> dict[str, Any]:
-        return await answer_body(gate_of(), token, params, meta)
+        return await answer_body(calls_of(), token, params, meta)
 
     return FastPath(server, handler, input_schema_of(catalog))
-
-
-async def _call(gate: Gate, token: str | None, params: types.CallToolRequestParams, meta: dict[str, Any]) -> CallResult:
-    arguments: dict[str, Any] = params.arguments or {}
-    name = params.name
-    if name.startswith("warrant_"):
-        # A dead token gets its refusal and nothing of the run, from every gateway tool.
-        dead = await gate.refuse_dead(token, name)
-        if dead is not None:
-            return dead
-    if name == "warrant_status":
-        status = await gate.status(token)
-        if gate.progress is not None:
-            status["recovery"] = await gate.progress.recovery_of(token)
-        dead = await gate.refuse_dead(token, name)  # a takeover or cancel while it was being read
-        if dead is not None:
-            return dead
-        return CallResult([{"type": "text", "text": json.dumps(status, ensure_ascii=False)}], status)
-    if name == "warrant_propose":
-        if not isinstance(arguments.get("tool"), str) or not isinstance(arguments.get("arguments"), dict):
-            return CallResult.refused(Refusal(Code.INVALID_ARGUMENTS, "warrant_propose needs {tool, arguments}"))
-        rationale = arguments.get("rationale")
-        return await gate.propose(
-            token,
-            arguments["tool"],
-            arguments["arguments"],
-            arguments.get("evidence"),
-            rationale if isinstance(rationale, str) else None,
-        )
-    if name == "warrant_repeat":
-        action_id, reason = arguments.get("action_id"), arguments.get("reason")
-        if not isinstance(action_id, str) or not isinstance(reason, str):
-            return CallResult.refused(Refusal(Code.INVALID_ARGUMENTS, "warrant_repeat needs {action_id, reason}"))
-        return await gate.repeat(token, action_id, reason)
-    if name in ("warrant_checkpoint", "warrant_milestone", "warrant_complete"):
-        if gate.progress is None:
-            return CallResult.refused(Refusal(Code.TOOL_NOT_FOUND, f"{name} is not served here", tool=name))
-        if name == "warrant_checkpoint":
-            return await gate.progress.checkpoint(token, arguments)
-        if name == "warrant_milestone":
-            return await gate.progress.milestone(token, arguments)
-        return await gate.progress.complete(token, arguments)
-    if name.startswith("warrant_"):
-        return CallResult.refused(Refusal(Code.TOOL_NOT_FOUND, f"no gateway tool named {name!r}", tool=name))
-    return await gate.call(token, name, arguments, meta)
 
 
 class LeaseTokenGuard:

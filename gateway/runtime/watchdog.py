@@ -70,16 +70,20 @@ class Watchdog:
         *,
         catalog: Catalog | None = None,
         metrics: Metrics | None = None,
+        purger: Purger | None = None,
         safeguards: Safeguards = ALL_ON,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`safeguards`: the drill's switches (gateway/safeguards.py), which the lookups' reconciliation passes."""
+        """`catalog`: the adapters unknown actions are looked up through (None: no lookups);
+        `purger`: the scheduled purge (gateway/runtime/retention.py; None: none); `safeguards`: the
+        drill's switches (gateway/safeguards.py), which the lookups' reconciliation passes."""
         self.store = store
         self.clock = clock
         self.settings = settings
         self.webhooks = tuple(webhooks)
         self.catalog = catalog
         self.metrics = metrics
+        self.purger = purger
         self.safeguards = safeguards
         self.policy = WatchPolicy(
             approval_fraction=settings.approval_warning_share, approval_at_most=settings.approval_warning
@@ -94,7 +98,6 @@ class Watchdog:
         self._seen: BoundedSet[tuple[str, str, str]] = BoundedSet(SEEN_MAX)
         self._lookups: dict[str, tuple[int, float]] = {}  # action id -> (attempts, next lookup at)
         self.reconciling: asyncio.Task[None] | None = None
-        self.purger: Purger | None = None  # the scheduled purge, set by the app (gateway/runtime/retention.py)
 
     async def tick(self) -> Tick:
         self.holding = await self.store.hold_watch_lease(self.holder, LEASE_TICKS * self.settings.tick)

@@ -30,7 +30,7 @@ async def _kill(api: Api, run_id: str, how: str) -> None:
             r = await c.post(f"/api/runs/{run_id}/lease", json={"worker": "heir", "takeover": True})
             heir = r.json()["token"]
             # The new holder saves a checkpoint the old token must not see.
-            progress = api.gateway.gate.progress
+            progress = api.gateway.progress
             assert progress is not None
             saved = await progress.checkpoint(heir, {"expected_version": 0, "next_operation": {"description": SECRET}})
             assert saved.is_error is False

@@ -16,7 +16,7 @@ NONE = {"spend": 0, "tool_calls": 0, "writes": 0, "active_seconds": 0}
 
 
 def limit(world: World, **changes: object) -> None:
-    world.gate.limits = LimitSettings(**changes)  # type: ignore[arg-type]
+    world.regate(limits=LimitSettings(**changes))  # type: ignore[arg-type]
 
 
 def error_of(result: object) -> dict[str, object]:
@@ -140,8 +140,7 @@ async def test_a_second_gateway_process_on_the_same_store_sees_the_same_counts(w
     other_store = world.backend.store(world.clock, process_id="other-gateway")
     await other_store.open()
     try:
-        other = Gate(other_store, world.tools.catalog(), world.clock)
-        other.limits = world.gate.limits
+        other = Gate(other_store, world.tools.catalog(), world.clock, limits=world.gate.limits)
         run = await world.new_run()
         assert code_of(await world.call(run.token, "t__read", {"q": "1"})) is None
         assert code_of(await other.call(run.token, "t__read", {"q": "2"})) is None
@@ -149,7 +148,7 @@ async def test_a_second_gateway_process_on_the_same_store_sees_the_same_counts(w
         assert code_of(await world.call(run.token, "t__read", {"q": "4"})) == "rate_limited"
 
         limit(world, run_concurrency=1)
-        other.limits = world.gate.limits
+        other = Gate(other_store, world.tools.catalog(), world.clock, limits=world.gate.limits)
         fresh = await world.new_run()
         world.tools.modes["write"] = "block"
         in_flight = world.spawn(world.gate.call(fresh.token, "t__write", {"text": "1"}))

@@ -24,7 +24,7 @@ async def purge_all(world: World, **scope: str) -> tuple[int, int, int]:
 
 
 async def test_a_settled_write_past_its_retention_is_held_expired_and_refused_not_replayed(world: World) -> None:
-    world.gate.idempotency_for = HOUR
+    world.regate(idempotency_for=HOUR)
     run = await world.new_run()
     first = await world.call(run.token, "t__write", {"text": "invoice"}, op("inv-1"))
     within = await world.call(run.token, "t__write", {"text": "invoice"}, op("inv-1"))
@@ -54,7 +54,7 @@ async def test_a_settled_write_past_its_retention_is_held_expired_and_refused_no
 
 
 async def test_a_derived_operation_id_expires_too(world: World) -> None:
-    world.gate.idempotency_for = HOUR
+    world.regate(idempotency_for=HOUR)
     run = await world.new_run()
     await world.call(run.token, "t__write", {"text": "same"})
     world.clock.advance(2 * HOUR)
@@ -65,7 +65,7 @@ async def test_a_derived_operation_id_expires_too(world: World) -> None:
 
 
 async def test_an_unknown_operation_never_expires_it_must_be_reconciled(world: World) -> None:
-    world.gate.idempotency_for = HOUR
+    world.regate(idempotency_for=HOUR)
     world.tools.modes["write"] = "crash"
     run = await world.new_run()
     lost = await world.call(run.token, "t__write", {"text": "lost"}, op("lost-1"))
@@ -79,7 +79,7 @@ async def test_an_unknown_operation_never_expires_it_must_be_reconciled(world: W
 
 
 async def test_an_approval_required_write_past_its_retention_is_refused_before_any_approval(world: World) -> None:
-    world.gate.idempotency_for = HOUR
+    world.regate(idempotency_for=HOUR)
     run = await world.new_run()
     pending = await world.call(run.token, "t__approve", {"text": "pay"}, op("pay-1"))
     assert code_of(pending) == "approval_required"
