@@ -184,7 +184,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                     safeguards=safeguards,
                 )
                 deliverer = Deliverer(store, store_clock, settings.webhooks, timeout=settings.watchdog.delivery_timeout)
-                fetcher = build_fetcher(settings)
+                fetcher = build_fetcher(settings.artifacts)
                 progress = Progress(gate, fetcher, store_clock, settings.validators)
                 app.state.tool_calls = ToolCalls(gate, progress)
                 app.state.gateway = Gateway(

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gateway.adapters.base import Adapter
 from gateway.domain.checks import Validator, parse_host_entry
 from gateway.domain.contract import problems_of
+from gateway.domain.keys import ApiKey
 from gateway.domain.limits import RateLimits, parse_rate, parse_size
 from gateway.domain.refusals import RefusalLimits
 from gateway.domain.roles import Role
@@ -34,7 +35,9 @@ from gateway.errors import ConfigError
 from gateway.gate.limits import LimitSettings
 from gateway.oauth.settings import OAuthSettings
 from gateway.oidc.settings import OidcSettings, OidcUser
+from gateway.runtime.settings import RetentionSettings, WatchdogSettings, Webhook
 from gateway.safeguards import Action, Point, Safeguard
+from gateway.tools.evidence import ArtifactSettings
 from gateway.yamlfile import read_yaml
 
 DEFAULT_CONFIG = "warrant.yaml"
@@ -346,60 +349,6 @@ class AdapterFile(BaseModel):
 
 
 @dataclass(frozen=True)
-class ApiKey:
-    name: str
-    tenant: str
-    roles: frozenset[str]
-    key_sha256: str
-    gateway_admin: bool = False
-
-
-@dataclass(frozen=True)
-class Webhook:
-    name: str
-    url: str
-    secret: bytes = field(repr=False)
-    events: frozenset[str] | None  # None: every kind
-
-    def wants(self, kind: str) -> bool:
-        return self.events is None or kind in self.events
-
-
-@dataclass(frozen=True)
-class WatchdogSettings:
-    """`watchdog:` in warrant.yaml, durations in seconds (gateway/runtime/watchdog.py)."""
-
-    enabled: bool = True
-    tick: float = 5.0
-    heartbeat: float = 60.0
-    approval_warning: float = 900.0
-    approval_warning_share: float = 0.1
-    delivery_attempts: int = 8
-    delivery_timeout: float = 10.0
-    reconcile_every: float = 60.0
-
-
-@dataclass(frozen=True)
-class RetentionSettings:
-    """`retention:` in warrant.yaml, in seconds; None keeps forever (gateway/runtime/retention.py)."""
-
-    idempotency: float | None = 30 * 86_400.0
-    payload_bodies: float | None = None
-    purge_every: float = 3600.0
-
-
-@dataclass(frozen=True)
-class ArtifactSettings:
-    """`artifact_roots`, `artifact_hosts` and `artifact_limits` in warrant.yaml: what evidence the
-    gateway may read (gateway/tools/evidence.py `build_fetcher`). The default reads nothing."""
-
-    roots: tuple[Path, ...] = ()
-    hosts: tuple[str, ...] = ()
-    max_bytes: int = 10 * 2**20
-    timeout: float = 10.0
-
-
-@dataclass(frozen=True)
 class Settings:
     path: Path
     database: str
@@ -411,8 +360,8 @@ class Settings:
     ledger_key: bytes
     webhooks: tuple[Webhook, ...] = ()
     allowed_hosts: tuple[str, ...] = ()  # `listen.allowed_hosts` (gateway/api/host_guard.py)
-    watchdog: WatchdogSettings = WatchdogSettings()
-    artifacts: ArtifactSettings = ArtifactSettings()
+    watchdog: WatchdogSettings = field(default_factory=WatchdogSettings)
+    artifacts: ArtifactSettings = field(default_factory=ArtifactSettings)
     # Milestone validators by name (`validators:` in warrant.yaml), imported at start-up.
     validators: Mapping[str, Validator] = field(default_factory=dict)
     # The failure drill's failpoints and sabotaged safeguards (gateway/safeguards.py); empty: off.
@@ -422,7 +371,7 @@ class Settings:
     migrate_on_start: bool = True
     limits: LimitSettings = field(default_factory=LimitSettings)
     shutdown_grace: float = 20.0  # seconds calls in flight get to settle after SIGTERM
-    retention: RetentionSettings = RetentionSettings()
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
     oauth: OAuthSettings = field(default_factory=OAuthSettings)
     oidc: OidcSettings | None = None  # `console_sign_in.oidc` (gateway/oidc/)
 

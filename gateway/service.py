@@ -17,9 +17,9 @@ from gateway.adapters.base import Adapter
 from gateway.catalog.catalog import Catalog
 from gateway.catalog.pins import Pins
 from gateway.clock import Clock
-from gateway.config import ApiKey
 from gateway.domain.approvals import policy_problems
 from gateway.domain.contract import ApprovalRule, Contract, parse_contract
+from gateway.domain.keys import ApiKey
 from gateway.domain.lifecycle import ActionStatus, RunEvent, transition
 from gateway.domain.revision import Change, Effect, classify, merge_patch, require_narrowing
 from gateway.domain.roles import permits

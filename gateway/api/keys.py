@@ -26,8 +26,7 @@ from starlette.routing import Route
 
 from gateway.api.routes import endpoint, query_limit, read_model
 from gateway.clock import isoformat
-from gateway.config import ApiKey
-from gateway.domain.keys import ApiKeyRecord, KeyEvent, api_key_hash, mint_api_key, parse_overlap
+from gateway.domain.keys import ApiKey, ApiKeyRecord, KeyEvent, api_key_hash, mint_api_key, parse_overlap
 from gateway.domain.roles import Role
 from gateway.domain.units import parse_duration
 from gateway.errors import Code, Conflict, InvalidRequest

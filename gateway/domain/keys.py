@@ -29,6 +29,18 @@ class KeyStatus(StrEnum):
 
 
 @dataclass(frozen=True)
+class ApiKey:
+    """A key from the configuration file (`api_keys:` in warrant.yaml, the secret from `key_env`),
+    known by its sha256; listed read-only beside the stored keys (gateway/api/keys.py)."""
+
+    name: str
+    tenant: str
+    roles: frozenset[str]
+    key_sha256: str
+    gateway_admin: bool = False
+
+
+@dataclass(frozen=True)
 class ApiKeyRecord:
     """One stored API key; never the key itself, and its hash stays inside the store."""
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 
 from gateway.clock import Clock
-from gateway.config import RetentionSettings
 from gateway.domain.retention import PurgeReport, PurgeScope
 from gateway.domain.units import format_duration
+from gateway.runtime.settings import RetentionSettings
 from gateway.store.base import Store
 
 log = logging.getLogger("warrant.retention")

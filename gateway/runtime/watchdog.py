@@ -32,13 +32,13 @@ from gateway.backoff import backoff_delay
 from gateway.bounded import BoundedSet
 from gateway.catalog.catalog import Catalog
 from gateway.clock import Clock
-from gateway.config import WatchdogSettings, Webhook
 from gateway.domain.retention import PurgeReport
 from gateway.domain.watch import Alert, UnknownAction, WatchPolicy, open_alerts
 from gateway.errors import Code
 from gateway.gate.reconcile import reconcile_action
 from gateway.observe.metrics import Metrics
 from gateway.runtime.retention import Purger
+from gateway.runtime.settings import WatchdogSettings, Webhook
 from gateway.runtime.webhooks import Deliverer
 from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.base import AlertDraft, RaisedAlert, Store, Sweep

@@ -32,7 +32,7 @@ import httpx
 
 from gateway.backoff import JITTER, backoff_delay
 from gateway.clock import Clock
-from gateway.config import Webhook
+from gateway.runtime.settings import Webhook
 from gateway.store.base import Delivery, Store
 
 log = logging.getLogger("warrant.webhooks")

@@ -83,7 +83,8 @@ class GateOps(LeaseOps, LimitOps):
                     return Held(held, operation_expired(held.status, held.created_at, intent.operation_kept_for, now))
             if refusal is None:
                 refusal = call_refusal(run, facts, now)
-                if refusal is not None and refusal.code == Code.BUDGET_EXHAUSTED and self.safeguards.sabotaged("budget"):
+                exhausted = refusal is not None and refusal.code == Code.BUDGET_EXHAUSTED
+                if exhausted and self.safeguards.sabotaged("budget"):
                     refusal = None  # the drill's negative control: the limits are not enforced
             if refusal is None and intent.approval_id is not None:
                 refusal = self._check_approval(conn, intent, run, now)

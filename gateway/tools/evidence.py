@@ -22,7 +22,7 @@ import stat
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 import httpx
@@ -43,13 +43,21 @@ from gateway.domain.checks import (
     parse_host_entry,
 )
 
-if TYPE_CHECKING:
-    from gateway.config import Settings
-
 DEFAULT_MAX_BYTES = 10 * 2**20
 DEFAULT_TIMEOUT = 10.0
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _SCHEMA_ERRORS = 3  # a failed schema check names this many errors
+
+
+@dataclass(frozen=True)
+class ArtifactSettings:
+    """`artifact_roots`, `artifact_hosts` and `artifact_limits` in warrant.yaml: what evidence the
+    gateway may read (`build_fetcher`). The default reads nothing."""
+
+    roots: tuple[Path, ...] = ()
+    hosts: tuple[str, ...] = ()
+    max_bytes: int = DEFAULT_MAX_BYTES
+    timeout: float = DEFAULT_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -262,9 +270,8 @@ class Fetcher:
         return ReadResult(ok=True, body=data, sha256=hashlib.sha256(data).hexdigest(), etag=etag, status=status)
 
 
-def build_fetcher(config: Settings, transport: httpx.AsyncBaseTransport | None = None) -> Fetcher:
+def build_fetcher(a: ArtifactSettings, transport: httpx.AsyncBaseTransport | None = None) -> Fetcher:
     """The fetcher the configuration allows (`artifact_roots`, `artifact_hosts`, `artifact_limits`)."""
-    a = config.artifacts
     return Fetcher(a.roots, a.hosts, max_bytes=a.max_bytes, timeout=a.timeout, transport=transport)
 
 

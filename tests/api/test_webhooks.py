@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.config import WatchdogSettings, Webhook
-from gateway.runtime import Deliverer, Watchdog, sign, verify
-from gateway.runtime.webhooks import DELIVERY_HEADER, SIGNATURE_HEADER
+from gateway.runtime.settings import WatchdogSettings, Webhook
+from gateway.runtime.watchdog import Watchdog
+from gateway.runtime.webhooks import DELIVERY_HEADER, SIGNATURE_HEADER, Deliverer, sign, verify
 from gateway.store.base import RaisedAlert, Store
 from tests.api.conftest import CONTRACT, Api
 from tests.harness import Run, World, uvicorn_serving

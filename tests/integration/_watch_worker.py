@@ -16,8 +16,9 @@ import sys
 from typing import Any
 
 from gateway.clock import ManualClock
-from gateway.config import WatchdogSettings, Webhook
-from gateway.runtime import Deliverer, Watchdog
+from gateway.runtime.settings import WatchdogSettings, Webhook
+from gateway.runtime.watchdog import Watchdog
+from gateway.runtime.webhooks import Deliverer
 from gateway.store.sqlite import SQLiteStore
 
 

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from gateway.config import WatchdogSettings, Webhook
-from gateway.domain import RunStatus, token_hash
-from gateway.runtime import Watchdog
+from gateway.domain.leases import token_hash
+from gateway.domain.lifecycle import RunStatus
+from gateway.runtime.settings import WatchdogSettings, Webhook
+from gateway.runtime.watchdog import Watchdog
 from gateway.store.records import ApprovalStatus
 from tests.harness import OPS, World, code_of
 

@@ -16,11 +16,18 @@ import httpx
 import pytest
 import respx
 
-from gateway.config import ArtifactSettings, load_settings
-from gateway.domain import ArtifactRef, CheckResult, SourceRef, milestone_status
+from gateway.config import load_settings
+from gateway.domain.checks import ArtifactRef, CheckResult, SourceRef, milestone_status
 from gateway.errors import ConfigError
-from gateway.tools import Fetcher, build_fetcher, run_checks
-from gateway.tools.evidence import ReadResult, recheck_artifact, recheck_source
+from gateway.tools.evidence import (
+    ArtifactSettings,
+    Fetcher,
+    ReadResult,
+    build_fetcher,
+    recheck_artifact,
+    recheck_source,
+    run_checks,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -498,7 +505,7 @@ async def test_the_configuration_builds_the_fetcher_it_describes(tmp_path: Path)
     assert (settings.artifacts.max_bytes, settings.artifacts.timeout) == (100, 2.0)
     assert settings.validators["nonempty"](INVENTORY, None) == (True, "2 item(s)")
 
-    fetcher = build_fetcher(settings)
+    fetcher = build_fetcher(settings.artifacts)
     try:
         assert (fetcher.max_bytes, fetcher.timeout) == (100, 2.0)
         assert (await fetcher.read(str(tmp_path / "artifacts" / "inventory.json"))).body == INVENTORY

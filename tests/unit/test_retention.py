@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import RetentionSettings, load_settings
-from gateway.domain import ActionStatus, operation_expired
+from gateway.config import load_settings
+from gateway.domain.lifecycle import ActionStatus
+from gateway.domain.retention import operation_expired
 from gateway.errors import ConfigError
+from gateway.runtime.settings import RetentionSettings
 
 NOW = 1_800_000_000.0
 DAY = 86_400.0

@@ -36,7 +36,7 @@ async def test_the_demo_artifact_verifies_the_research_demo_inventory_milestone(
     milestone = next(m for m in contract["milestones"] if m["id"] == "inventory")
     path = ROOT / "examples/artifacts/inventory.json"
     ref = ArtifactRef("inventory", path.as_uri(), hashlib.sha256(path.read_bytes()).hexdigest())
-    fetcher = build_fetcher(settings)
+    fetcher = build_fetcher(settings.artifacts)
     try:
         checks = [parse_check(c) for c in milestone["checks"]]
         results = await run_checks(checks, {"inventory": ref}, {}, fetcher, settings.validators)
