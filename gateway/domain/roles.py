@@ -6,12 +6,20 @@ grants it. Every key belongs to one tenant, and every query is scoped to it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from gateway.errors import Forbidden
 
-if TYPE_CHECKING:  # the CLI reads the role table without importing the store
-    from gateway.store.records import Principal
+
+class RoleHolder(Protocol):
+    """Who asks, as far as the role table cares (gateway/store/records.py `Principal` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def roles(self) -> frozenset[str]: ...
+
 
 Role = Literal["admin", "operator", "approver", "auditor", "worker"]
 
@@ -61,13 +69,13 @@ ROLES: dict[str, frozenset[str]] = {
 }
 
 
-def permits(principal: Principal, permission: str) -> bool:
+def permits(principal: RoleHolder, permission: str) -> bool:
     if permission not in PERMISSIONS:
         raise ValueError(f"unknown permission {permission!r}")
     return any(permission in ROLES.get(role, frozenset()) for role in principal.roles)
 
 
-def require(principal: Principal, permission: str) -> None:
+def require(principal: RoleHolder, permission: str) -> None:
     """Raises: Forbidden when none of the principal's roles grants `permission`."""
     if not permits(principal, permission):
         raise Forbidden(f"the key {principal.name!r} ({', '.join(sorted(principal.roles))}) may not {permission}")

@@ -19,7 +19,7 @@ import os
 from collections.abc import Awaitable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from opentelemetry import trace
 from opentelemetry.environment_variables import OTEL_PYTHON_TRACER_PROVIDER
@@ -27,10 +27,28 @@ from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, Span, S
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway import __version__
-from gateway.adapters.base import Outcome
 from gateway.store.records import ActionRecord
 
 log = logging.getLogger("warrant.tracing")
+
+
+class _Kind(Protocol):
+    @property
+    def value(self) -> str: ...
+
+
+class Traced(Protocol):
+    """What a downstream span records of an adapter's outcome (gateway/adapters/base.py `Outcome`):
+    observe/ sits below the adapters, whose lean MCP client traces its own requests."""
+
+    @property
+    def kind(self) -> _Kind: ...
+
+    @property
+    def code(self) -> str | None: ...
+
+
+OutcomeT = TypeVar("OutcomeT", bound=Traced)
 
 # A proxy until a provider is installed, then that provider's tracer: the API's own idiom.
 _tracer = trace.get_tracer("warrant", __version__)
@@ -117,7 +135,7 @@ def _tag(span: Span, attributes: dict[str, Any]) -> None:
         request.set_attributes(attributes)
 
 
-async def downstream(tool: str, adapter: str, action: ActionRecord, call: Awaitable[Outcome]) -> Outcome:
+async def downstream(tool: str, adapter: str, action: ActionRecord, call: Awaitable[OutcomeT]) -> OutcomeT:
     """Await an adapter's call inside its span."""
     if not enabled():
         return await call

@@ -12,17 +12,49 @@ evaluated requires approval.
 from __future__ import annotations
 
 import fnmatch
-from typing import Any
+from typing import Any, Protocol
 
-from gateway.catalog.catalog import ToolSpec
 from gateway.domain.answers import constraint_refusal, forbidden_refusal, schema_refusal
 from gateway.domain.approvals import combine
 from gateway.domain.contract import ApprovalRule, Terms
 from gateway.domain.expressions import ExpressionError, compiled
 from gateway.errors import Code, Refusal
+from gateway.policy.model import ToolPolicy
 
 
-def authority_refusal(name: str, spec: ToolSpec | None, terms: Terms, arguments: Any) -> Refusal | None:
+class PinStateLike(Protocol):
+    @property
+    def callable(self) -> bool: ...
+
+
+class PinLike(Protocol):
+    @property
+    def definition_sha256(self) -> str: ...
+
+
+class Candidate(Protocol):
+    """What the engine reads of a catalog entry (gateway/catalog/catalog.py `ToolSpec` is one): the
+    policy sits below the catalog, so it names the few things it decides on rather than the entry."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def policy(self) -> ToolPolicy | None: ...
+
+    @property
+    def definition_sha256(self) -> str: ...
+
+    @property
+    def pin_state(self) -> PinStateLike: ...
+
+    @property
+    def pinned(self) -> PinLike | None: ...
+
+    def argument_faults(self, arguments: Any) -> list[dict[str, str]]: ...
+
+
+def authority_refusal(name: str, spec: Candidate | None, terms: Terms, arguments: Any) -> Refusal | None:
     """Gate steps 2 and 3: the tool exists, its arguments fit its schema, policy and contract allow it."""
     if spec is None:
         return Refusal(
@@ -56,7 +88,7 @@ def authority_refusal(name: str, spec: ToolSpec | None, terms: Terms, arguments:
     return None
 
 
-def pin_refusal(spec: ToolSpec) -> Refusal:
+def pin_refusal(spec: Candidate) -> Refusal:
     """A downstream tool whose definition is new or differs from the one pinned."""
     pinned = spec.pinned.definition_sha256 if spec.pinned is not None else None
     what = "is new" if pinned is None else "changed since it was pinned"
@@ -69,7 +101,7 @@ def pin_refusal(spec: ToolSpec) -> Refusal:
     )
 
 
-def approval_rule(name: str, spec: ToolSpec, terms: Terms, arguments: Any) -> ApprovalRule | None:
+def approval_rule(name: str, spec: Candidate, terms: Terms, arguments: Any) -> ApprovalRule | None:
     """The rule that requires approval for this call, if any: the policy's and the contract's rules that
     apply, combined so that the stricter wins on every field."""
     policy = spec.policy.approval if spec.policy else None
