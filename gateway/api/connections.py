@@ -18,11 +18,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gateway.api.bodies import MAX_LISTED, DisconnectBody
 from gateway.api.routes import endpoint, query_limit, read_model
 from gateway.clock import isoformat
 from gateway.service import Gateway
@@ -30,18 +30,6 @@ from gateway.store.records import OAuthGrant, Principal, RunRecord
 from gateway.store.sqlite_oauth import ended_reason
 
 log = logging.getLogger("warrant.api")
-
-MAX_LISTED = 500
-
-
-class DisconnectBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    reason: str = Field(
-        min_length=1,
-        max_length=2000,
-        pattern=r"\S",
-        description="why, recorded in the run's history (`oauth_revoked`); required, not blank",
-    )
 
 
 def connection_view(grant: OAuthGrant, run: RunRecord, now: float) -> dict[str, Any]:

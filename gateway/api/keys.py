@@ -15,49 +15,23 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gateway.api.bodies import CreateKeyBody, Duration, RevokeKeyBody, RotateKeyBody
 from gateway.api.routes import endpoint, query_limit, read_model
 from gateway.clock import isoformat
 from gateway.domain.keys import ApiKey, ApiKeyRecord, KeyEvent, api_key_hash, mint_api_key, parse_overlap
-from gateway.domain.roles import Role
 from gateway.domain.units import parse_duration
 from gateway.errors import Code, Conflict, InvalidRequest
 from gateway.service import Gateway
 from gateway.store.records import Principal
 
 log = logging.getLogger("warrant.api")
-
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
-Duration = StrictStr | StrictInt
-
-
-class CreateKeyBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str = Field(pattern=NAME.pattern, description="the principal's name: who asked, who decided")
-    roles: list[Role] = Field(min_length=1, max_length=5)
-    expires_in: Duration | None = Field(None, description="a duration like 90d; none: never expires")
-    tenant: str | None = Field(None, max_length=128, description="the admin's own tenant, if given")
-
-
-class RevokeKeyBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    reason: str | None = Field(None, max_length=2000)
-
-
-class RotateKeyBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    overlap: Duration = Field(description="how long the old key keeps working, like 1h; 0s: not at all")
-    expires_in: Duration | None = Field(
-        None, description="the new key's lifetime; absent: the old key's lifetime; null: never expires"
-    )
 
 
 def _seconds(field: str, value: Duration | None, parse: Callable[[object], int] = parse_duration) -> int | None:

@@ -12,13 +12,11 @@ the widening changes. Delegating is `runs.create`.
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gateway.api.bodies import ReviseBody, SuccessorBody
 from gateway.api.routes import endpoint, read_json, read_model
 from gateway.api.views import run_view
 from gateway.domain.contract import parse_contract
@@ -26,26 +24,6 @@ from gateway.domain.units import parse_duration
 from gateway.errors import InvalidRequest
 from gateway.service import Gateway
 from gateway.store.records import Principal
-
-
-class ReviseBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    spec_version: str = Field(min_length=1, max_length=64, description="the new version; must differ from the run's")
-    patch: dict[str, Any] = Field(description="an RFC 7396 merge patch over the run's contract")
-    reason: str | None = Field(None, max_length=2000)
-
-
-class SuccessorBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    reason: str = Field(
-        min_length=1,
-        max_length=2000,
-        pattern=r"\S",
-        description="the authorization, recorded in both runs; required, not blank",
-    )
-    extend_by: StrictStr | StrictInt | None = Field(
-        None, description='added to the inherited deadline: "24h", or seconds (admin only)'
-    )
 
 
 @endpoint("runs.control")

@@ -1,6 +1,6 @@
 """`GET /api/openapi.json`: the operator API as an OpenAPI 3.1 document, generated from its models.
 
-Request bodies are the models the routes validate with (routes.py, tools.py, the contract);
+Request bodies are the models the routes validate with (gateway/api/bodies.py, and the contract);
 responses are gateway/api/schemas.py, which mirrors views.py. `OPERATIONS` names every served
 route once; tests/api/test_openapi.py checks it against the app's routes both ways, and
 schemathesis (tests/api/test_schemathesis.py) checks the server against the document.
@@ -19,6 +19,23 @@ from starlette.responses import JSONResponse, Response
 
 from gateway import __version__
 from gateway.api import schemas
+from gateway.api.bodies import (
+    MAX_LISTED,
+    AcceptBody,
+    AcknowledgeBody,
+    ControlBody,
+    CreateKeyBody,
+    DecisionBody,
+    DisconnectBody,
+    LeaseBody,
+    PurgeBody,
+    ResolveBody,
+    ReviseBody,
+    RevokeKeyBody,
+    RotateKeyBody,
+    SuccessorBody,
+    UsageBody,
+)
 from gateway.domain.contract import Contract
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.roles import ROLES
@@ -101,14 +118,6 @@ def _enum(values: type[Any]) -> dict[str, Any]:
 
 
 def _operations() -> tuple[Op, ...]:
-    # Imported here, not at the top: routes.py serves this module's route, and these are its models.
-    from gateway.api.connections import MAX_LISTED, DisconnectBody
-    from gateway.api.keys import CreateKeyBody, RevokeKeyBody, RotateKeyBody
-    from gateway.api.lineage import ReviseBody, SuccessorBody
-    from gateway.api.retention import PurgeBody, PurgeDone
-    from gateway.api.routes import AcknowledgeBody, ControlBody, DecisionBody, LeaseBody, ResolveBody, UsageBody
-    from gateway.api.tools import AcceptBody
-
     run = "/api/runs/{run_id}"
     approval = "/api/approvals/{approval_id}"
     return (
@@ -244,7 +253,7 @@ def _operations() -> tuple[Op, ...]:
             "Purge settled actions' bodies now (docs/retention.md); hashes and chains stay, every chain verifies",
             "ledger.purge",
             200,
-            PurgeDone,
+            schemas.PurgeDone,
             PurgeBody,
             True,
             errors=(404,),

@@ -13,53 +13,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gateway.api.audit import parse_time
+from gateway.api.bodies import PurgeBody
 from gateway.api.routes import endpoint, read_model
 from gateway.domain.retention import PurgeReport, PurgeScope
 from gateway.service import Gateway
 from gateway.store.records import Principal
 
 BATCHES = 25  # per request: 25 x PURGE_BATCH actions
-
-
-class PurgeBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    run_id: str | None = Field(None, min_length=1, max_length=256, description="only this run's actions")
-    action_id: str | None = Field(None, min_length=1, max_length=256, description="only this action")
-    before: str | None = Field(
-        None,
-        max_length=64,
-        json_schema_extra={"format": "date-time"},
-        description="only actions settled before this time (ISO 8601 with an offset)",
-    )
-    reason: str | None = Field(None, min_length=1, max_length=2000, description="recorded with the purge")
-
-    @field_validator("before")
-    @classmethod
-    def _time(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_time(value)
-        return value
-
-    @model_validator(mode="after")
-    def _scoped(self) -> PurgeBody:
-        if self.run_id is None and self.action_id is None and self.before is None:
-            raise ValueError("name run_id, action_id or before: a purge on request is never unscoped")
-        return self
-
-
-class PurgeDone(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    actions: int = Field(ge=0, description="settled actions whose bodies this request purged")
-    purged: int = Field(ge=0, description="bodies deleted")
-    kept: int = Field(ge=0, description="bodies still named by a record outside the purge, kept for it")
-    runs: list[str] = Field(description="the runs whose history records the purge")
-    more: bool = Field(description="more actions match: send the request again")
 
 
 @endpoint("ledger.purge")

@@ -10,15 +10,16 @@ import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gateway.api.approval_shown import approval_shown
 from gateway.api.audit import audit_filters
+from gateway.api.bodies import AcknowledgeBody, ControlBody, DecisionBody, LeaseBody, ResolveBody, UsageBody
 from gateway.api.events import run_events
 from gateway.api.export import export_run
 from gateway.api.nul import refuse_nul_body, refuse_nul_url
@@ -154,54 +155,6 @@ def query_limit(request: Request, default: int = 50, maximum: int = 500) -> int:
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 6) or not 1 <= int(raw) <= maximum:
         raise InvalidRequest(f"limit must be a whole number from 1 to {maximum}", code=Code.INVALID_REQUEST)
     return int(raw)
-
-
-class LeaseBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    worker: str = Field(min_length=1, max_length=128)
-    takeover: bool = False
-    held: bool = Field(
-        False,
-        description=(
-            "the lease the gateway holds for this key on this run (what /mcp/runs/{run_id} uses): the same "
-            "token on every request while it holds; after a takeover it stays dead unless `takeover` is set"
-        ),
-    )
-
-
-class ControlBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    reason: str | None = Field(None, max_length=2000)
-    hard: bool = False
-
-
-class ResolveBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    status: Literal["succeeded", "failed"]
-    evidence: str = Field(min_length=1, max_length=4000)
-    receipt_id: str | None = Field(None, min_length=1, max_length=256)
-    actual_spend: str | None = Field(None, max_length=32)
-
-
-class AcknowledgeBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    note: str = Field(min_length=1, max_length=4000)
-
-
-class DecisionBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    note: str | None = Field(None, max_length=4000)
-    expected_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
-
-
-class UsageBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["model", "runtime"]
-    amount: str = Field(min_length=1, max_length=32, description='a decimal string in the run\'s currency: "0.42"')
-    note: str | None = Field(None, max_length=2000)
-    ref: str | None = Field(
-        None, min_length=1, max_length=128, description="the reporter's reference: a retry with it is charged once"
-    )
 
 
 async def run_to_act_for(gateway: Gateway, principal: Principal, run_id: str) -> RunRecord:

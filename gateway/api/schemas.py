@@ -558,3 +558,13 @@ class ErrorDetail(BaseModel):
 class ErrorBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     error: ErrorDetail
+
+
+class PurgeDone(BaseModel):
+    # POST /api/ledger/purge's answer (gateway/api/retention.py)
+    model_config = ConfigDict(extra="forbid")
+    actions: int = Field(ge=0, description="settled actions whose bodies this request purged")
+    purged: int = Field(ge=0, description="bodies deleted")
+    kept: int = Field(ge=0, description="bodies still named by a record outside the purge, kept for it")
+    runs: list[str] = Field(description="the runs whose history records the purge")
+    more: bool = Field(description="more actions match: send the request again")

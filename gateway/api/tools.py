@@ -14,11 +14,11 @@ import difflib
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gateway.api.bodies import AcceptBody
 from gateway.api.routes import endpoint, read_model
 from gateway.catalog.catalog import PinState, ToolSpec
 from gateway.catalog.pins import definition_json
@@ -26,11 +26,6 @@ from gateway.clock import isoformat
 from gateway.errors import Forbidden, NotFound
 from gateway.service import Gateway
 from gateway.store.records import Principal
-
-
-class AcceptBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    definition_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
 def tool_view(spec: ToolSpec) -> dict[str, Any]:

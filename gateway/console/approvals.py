@@ -19,7 +19,8 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from gateway.api.approval_shown import approval_shown
-from gateway.api.routes import DecisionBody, gateway_of, query_limit
+from gateway.api.bodies import DecisionBody
+from gateway.api.routes import gateway_of, query_limit
 from gateway.api.views import approval_view
 from gateway.console.pages import HEADERS, Console
 from gateway.domain.roles import permits, require
