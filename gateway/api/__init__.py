@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gateway.api.bodies import DecisionBody
     from gateway.api.connections import connection_view
     from gateway.api.events import run_events
     from gateway.api.export import bundle_lines
@@ -10,7 +11,6 @@ if TYPE_CHECKING:
     from gateway.api.host_guard import HostGuard, guards
     from gateway.api.openapi import document
     from gateway.api.routes import (
-        DecisionBody,
         authenticate_key,
         bearer,
         error_response,

@@ -7,7 +7,8 @@ under gateway/ (`gateway/store/sql/...` is `store`), or the module itself for th
 root. From the bottom up:
 
      0  helpers   gateway (its __version__), errors, clock, ids, canonical, names, text,
-                  yamlfile, backoff, safeguards (the drill's switches: the store reads them)
+                  yamlfile, backoff, bounded (the caches), faces (the packages' lazy faces),
+                  safeguards (the drill's switches: the store reads them)
      1  domain    the pure core
      2  policy    model, loader, engine: decisions over domain types
      3  store     the record; it speaks in domain types, never in the catalog's or the gate's
@@ -46,7 +47,20 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     (
         "helpers",
         frozenset(
-            {"gateway", "errors", "clock", "ids", "canonical", "names", "text", "yamlfile", "backoff", "safeguards"}
+            {
+                "gateway",
+                "errors",
+                "clock",
+                "ids",
+                "canonical",
+                "names",
+                "text",
+                "yamlfile",
+                "backoff",
+                "safeguards",
+                "bounded",
+                "faces",
+            }
         ),
     ),
     ("domain", frozenset({"domain"})),
