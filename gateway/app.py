@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from gateway import accelerators
 from gateway.adapters.base import Adapter
 from gateway.api.connections import routes as connection_routes
 from gateway.api.health import healthz, metrics
@@ -63,10 +64,14 @@ from gateway.tools.progress import Progress
 log = logging.getLogger("warrant")
 
 
-def build_catalog(settings: Settings, extra_adapters: Sequence[Adapter] = ()) -> tuple[Catalog, list[Adapter]]:
+def build_catalog(
+    settings: Settings, extra_adapters: Sequence[Adapter] = (), fence: accelerators.Accelerators | None = None
+) -> tuple[Catalog, list[Adapter]]:
+    """`fence`: which accelerators serve (gateway/accelerators.py); None: every switch on."""
+    fence = fence or accelerators.default()
     currency, policies = load_policies(list(settings.policy_files))
-    adapters = [load_adapter(path) for path in settings.adapter_files] + list(extra_adapters)
-    return Catalog(adapters, policies, currency), adapters
+    adapters = [load_adapter(path, fence=fence) for path in settings.adapter_files] + list(extra_adapters)
+    return Catalog(adapters, policies, currency, quick_schema=fence.on(accelerators.QUICK_SCHEMA)), adapters
 
 
 async def start_adapters(adapters: Sequence[Adapter], started: list[Adapter]) -> None:
@@ -106,7 +111,9 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
             settings.clock_offset_s,
         )
         clock = OffsetClock(clock, settings.clock_offset_s)
-    catalog, adapters = build_catalog(settings, extra_adapters)
+    # Each fast path that mirrors a dependency: its switch, the installed version, its private names.
+    fence = accelerators.settle(settings.accelerators)
+    catalog, adapters = build_catalog(settings, extra_adapters, fence)
     limits = settings.limits
     for adapter in adapters:
         adapter.max_result_bytes = limits.max_tool_result  # an adapter reading a body stops past it
@@ -210,7 +217,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         gateway: Gateway = app.state.gateway
         return gateway
 
-    front = LeaseTokenGuard(mcp, gate_of, fast_path(server, calls_of, catalog))
+    front = LeaseTokenGuard(mcp, gate_of, fast_path(server, calls_of, catalog, on=fence.on(accelerators.MCP_FRONT)))
     # MCP authorization (gateway/oauth/): /mcp as an OAuth resource, the gateway as its server.
     authorization = (
         WarrantAuthorization(gateway_of, settings.oauth, settings.ledger_key) if settings.oauth.enabled else None
@@ -242,6 +249,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
     )
     app.state.drain = drain
     app.state.limits = limits  # the API's body cap and rates (gateway/api/routes.py)
+    app.state.accelerators = fence  # which fast paths serve (tests, gateway/accelerators.py)
     return app
 
 

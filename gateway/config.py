@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from gateway import accelerators
 from gateway.adapters.base import Adapter
 from gateway.domain.checks import Validator, parse_host_entry
 from gateway.domain.contract import problems_of
@@ -294,6 +295,18 @@ class DrillEntry(BaseModel):
     clock_offset_s: float = Field(default=0.0, ge=-86_400, le=86_400)
 
 
+class AcceleratorsEntry(BaseModel):
+    """`accelerators:` a switch for each fast path that mirrors a dependency (gateway/accelerators.py,
+    docs/operations.md "Accelerators"); each on by default, and off by itself outside the versions
+    it was tested with. Off, the slow path (the SDK's, the library's) serves, with the same answers."""
+
+    model_config = ConfigDict(extra="forbid")
+    mcp_front: bool = True  # the front's tools/call fast path
+    mcp_client: bool = True  # the MCP adapter's lean tools/call
+    http11: bool = True  # the lean path's own HTTP/1.1 connections (off: httpx2)
+    quick_schema: bool = True  # the compiled argument check (off: jsonschema alone)
+
+
 class ConfigFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     database: str = "sqlite:///warrant.db"
@@ -317,6 +330,7 @@ class ConfigFile(BaseModel):
     limits: LimitsEntry = LimitsEntry()
     oauth: OAuthEntry = OAuthEntry()
     console_sign_in: ConsoleSignInEntry = ConsoleSignInEntry()
+    accelerators: AcceleratorsEntry = AcceleratorsEntry()
     # How long calls in flight get to settle after SIGTERM before they are aborted (docs/operations.md).
     shutdown_grace: str | float = "20s"
 
@@ -374,6 +388,8 @@ class Settings:
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     oauth: OAuthSettings = field(default_factory=OAuthSettings)
     oidc: OidcSettings | None = None  # `console_sign_in.oidc` (gateway/oidc/)
+    # `accelerators:` each fast path's switch (gateway/accelerators.py); every one on by default.
+    accelerators: Mapping[str, bool] = field(default_factory=lambda: dict.fromkeys(accelerators.NAMES, True))
 
 
 def find_config(explicit: str | None) -> Path:
@@ -479,6 +495,7 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         retention=_retention_settings(raw.retention),
         oauth=_oauth_settings(path, raw.oauth),
         oidc=_oidc_settings(path, oidc, names, env) if oidc is not None else None,
+        accelerators=raw.accelerators.model_dump(),
     )
 
 
@@ -606,12 +623,16 @@ def _validators(path: Path, targets: Mapping[str, str]) -> dict[str, Validator]:
     return out
 
 
-def load_adapter(path: Path, environ: Mapping[str, str] | None = None) -> Adapter:
-    """Raises: ConfigError for an invalid document or a kind not served by this version."""
+def load_adapter(
+    path: Path, environ: Mapping[str, str] | None = None, *, fence: accelerators.Accelerators | None = None
+) -> Adapter:
+    """Raises: ConfigError for an invalid document or a kind not served by this version.
+
+    `fence`: which accelerators serve an MCP adapter's calls (gateway/accelerators.py `settle`)."""
     data: Any = read_yaml(path)
     doc = _validated(AdapterFile, path, data)
     if doc.kind == "mcp":
-        return _mcp_adapter(path, data, os.environ if environ is None else environ)
+        return _mcp_adapter(path, data, os.environ if environ is None else environ, fence)
     if doc.kind == "http":
         return _http_adapter(path, data, os.environ if environ is None else environ)
     if doc.kind != "python":
@@ -664,7 +685,7 @@ def _validated(model: type[_Model], path: Path, data: Any) -> _Model:
         raise ConfigError(f"{path}: invalid adapter:\n" + "\n".join(lines)) from None
 
 
-def _mcp_adapter(path: Path, data: Any, env: Mapping[str, str]) -> Adapter:
+def _mcp_adapter(path: Path, data: Any, env: Mapping[str, str], fence: accelerators.Accelerators | None) -> Adapter:
     """A downstream MCP server. Its document is validated before any `${...}` is resolved, so an
     error message never carries a secret. A command's first word `python` is this gateway's own
     interpreter; `cwd` (default: the adapter file's folder) is relative to the adapter file."""
@@ -687,7 +708,7 @@ def _mcp_adapter(path: Path, data: Any, env: Mapping[str, str]) -> Adapter:
         changes["cwd"] = str((base / config.cwd).resolve()) if config.cwd else str(base)
     if missing:
         raise ConfigError(f"{path}: these must be set: {', '.join(sorted(set(missing)))}")
-    return McpAdapter(config.model_copy(update=changes))
+    return McpAdapter(config.model_copy(update=changes), accelerators=fence)
 
 
 def _http_adapter(path: Path, data: Any, env: Mapping[str, str]) -> Adapter:

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import jsonschema
 from jsonschema.protocols import Validator
 
+from gateway import accelerators
 from gateway.adapters.base import Adapter, ToolDefinition
 from gateway.domain.admission import Reservation
 from gateway.domain.contract import ApprovalRule
@@ -159,10 +160,21 @@ def exposed_name(adapter: str, definition: ToolDefinition) -> str:
 
 
 class Catalog:
-    """Raises (at construction): ConfigError naming every problem."""
+    """Raises (at construction): ConfigError naming every problem.
 
-    def __init__(self, adapters: Iterable[Adapter], policies: dict[str, ToolPolicy], currency: str = "USD") -> None:
+    `quick_schema`: whether argument checks start with the compiled quick check (the accelerator of
+    that name, gateway/accelerators.py); None: as that module decides for the installed jsonschema."""
+
+    def __init__(
+        self,
+        adapters: Iterable[Adapter],
+        policies: dict[str, ToolPolicy],
+        currency: str = "USD",
+        *,
+        quick_schema: bool | None = None,
+    ) -> None:
         self.currency = currency
+        self._quick = accelerators.default().on(accelerators.QUICK_SCHEMA) if quick_schema is None else quick_schema
         self.pins: PinBook | None = None
         self._adapters = list(adapters)
         self._policies = policies
@@ -274,7 +286,7 @@ class Catalog:
             policy=policy,
             timeout=definition.timeout or DEFAULT_TIMEOUT,
             validator=validator,
-            quick_check=quick_check_of(validator),
+            quick_check=quick_check_of(validator) if self._quick else None,
             cost_spend=cost_spend,
             cost_max=cost_max,
             pin_state=state,

@@ -10,7 +10,8 @@ with `isError`, `[code] message` text and `structuredContent.error`, so the mode
 Nothing the front answers ever carries an exception's text or a stack trace.
 
 A `tools/call` POST takes a fast path (gateway/mcp/accelerators/fastpath.py): the SDK's checks and shaping,
-without its per-request transport machinery; every other request goes to the SDK app.
+without its per-request transport machinery; every other request goes to the SDK app. The fast
+path is an accelerator (gateway/accelerators.py `mcp_front`): with it off, the SDK app answers all.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
@@ -27,14 +28,16 @@ from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway import __version__
+from gateway import __version__, accelerators
 from gateway.catalog.catalog import Catalog
 from gateway.domain.leases import looks_like_token, token_hash
 from gateway.errors import Refusal, Unauthenticated
 from gateway.gate.pipeline import CallResult, Gate
 from gateway.ids import new_id
-from gateway.mcp.accelerators.fastpath import FastPath
 from gateway.tools.calls import ToolCalls
+
+if TYPE_CHECKING:
+    from gateway.mcp.accelerators.fastpath import FastPath
 
 log = logging.getLogger("warrant.mcp")
 R = TypeVar("R")
@@ -298,8 +301,20 @@ async def _answer(
         raise MCPError(-32603, f"internal error in the gateway (reference {reference})") from None
 
 
-def fast_path(server: Server[Any], calls_of: Callable[[], ToolCalls], catalog: Catalog) -> FastPath:
-    """The fast path for `tools/call`, for a server whose streamable HTTP app is already made."""
+def fast_path(
+    server: Server[Any], calls_of: Callable[[], ToolCalls], catalog: Catalog, *, on: bool | None = None
+) -> FastPath | None:
+    """The fast path for `tools/call`, for a server whose streamable HTTP app is already made.
+
+    None (the SDK app answers every request) when the `mcp_front` accelerator is off: `on`, else
+    as gateway/accelerators.py decides for the installed SDK."""
+    if not (accelerators.default().on(accelerators.MCP_FRONT) if on is None else on):
+        return None
+    try:
+        from gateway.mcp.accelerators.fastpath import FastPath
+    except ImportError as exc:  # a name it takes from the SDK moved: the SDK app answers
+        accelerators.gone(accelerators.MCP_FRONT, exc)
+        return None
 
     async def handler(
         token: str, params: types.CallToolRequestParams, meta: Mapping[str, Any] | None

@@ -26,7 +26,7 @@ from opentelemetry.environment_variables import OTEL_PYTHON_TRACER_PROVIDER
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, Span, SpanKind
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway import __version__
+from gateway import __version__, accelerators
 from gateway.store.records import ActionRecord
 
 log = logging.getLogger("warrant.tracing")
@@ -60,13 +60,15 @@ _NOT_INSTALLED = (ProxyTracerProvider, NoOpTracerProvider)  # a tuple: isinstanc
 # missed key raises inside os.environ: microseconds, several times per call on the hot path).
 # Nothing set and no provider named in the environment (read once: it is read at start-up) is
 # the common case, answered from the module's global; any other case asks the API as before.
+# That global is a private name (gateway/accelerators.py `TRACER_PROVIDER`): gone, the API answers.
 _NAMED_IN_ENV = OTEL_PYTHON_TRACER_PROVIDER in os.environ
+_PROVIDER_GLOBAL = accelerators.TRACER_PROVIDER.attribute
 _UNSET = object()
 
 
 def enabled() -> bool:
     """Whether an SDK (or another real provider) is installed."""
-    if not _NAMED_IN_ENV and getattr(trace, "_TRACER_PROVIDER", _UNSET) is None:
+    if not _NAMED_IN_ENV and getattr(trace, _PROVIDER_GLOBAL, _UNSET) is None:
         return False
     return not isinstance(trace.get_tracer_provider(), _NOT_INSTALLED)
 

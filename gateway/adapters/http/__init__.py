@@ -7,6 +7,7 @@ if TYPE_CHECKING:
     from gateway.adapters.http.adapter import HttpAdapter
     from gateway.adapters.http.config import HttpAdapterConfig, HttpToolConfig, url_problem
     from gateway.adapters.http.http11 import Answer, Http11Pool, Lost, Unsent
+    from gateway.adapters.http.httpx_pool import HttpxPool
     from gateway.adapters.http.openapi_import import (
         GUESSED_RETENTION,
         KEY_RETENTION,
@@ -27,6 +28,7 @@ __all__ = [
     "HttpAdapter",
     "HttpAdapterConfig",
     "HttpToolConfig",
+    "HttpxPool",
     "ImportResult",
     "Lost",
     "OpenApiError",

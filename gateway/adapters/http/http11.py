@@ -96,7 +96,7 @@ class Http11Pool:
         authority = f"[{self.host}]" if ":" in self.host else self.host
         fixed = [("host", authority if default_port else f"{authority}:{self.port}")]
         fixed += [(name.lower(), value) for name, value in headers.items() if name.lower() != "host"]
-        self._head = f"POST {target} HTTP/1.1\r\n".encode() + _header_lines(fixed)
+        self._head = f"POST {target} HTTP/1.1\r\n".encode() + header_lines(fixed)
         self._connect_timeout = connect_timeout
         self._idle: list[_Connection] = []
         self._closed = False
@@ -114,7 +114,7 @@ class Http11Pool:
         """
         lines = self._lines.get(key := tuple(headers))
         if lines is None:
-            lines = _header_lines(headers)  # raises before anything is remembered
+            lines = header_lines(headers)  # raises before anything is remembered
             self._lines.put(key, lines)
         request = b"%s%scontent-length: %d\r\n\r\n%s" % (self._head, lines, len(body), body)
         loop = asyncio.get_running_loop()
@@ -202,7 +202,7 @@ class Http11Pool:
         return Answer(status, names, data)
 
 
-def _header_lines(headers: list[tuple[str, str]]) -> bytes:
+def header_lines(headers: list[tuple[str, str]]) -> bytes:
     """Header lines to send. Raises: ValueError for a name or value that would break the request."""
     lines = []
     for name, value in headers:

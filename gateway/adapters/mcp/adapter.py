@@ -30,7 +30,9 @@ token never leaves the gateway. Cancelling `call` cancels the downstream request
 
 Over streamable HTTP, a downstream that speaks the 2026-07-28 protocol and answers in plain JSON
 gets its calls through a lean path (gateway/adapters/mcp/lean_client.py: one POST on a kept-alive
-connection, about a fifth of the SDK client's CPU); its failures map to the same outcomes.
+connection, about a fifth of the SDK client's CPU); its failures map to the same outcomes. The
+lean path and its HTTP/1.1 pool are accelerators (gateway/accelerators.py `mcp_client`, `http11`):
+off, the SDK client (or, for the pool, httpx2) serves.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import logging
 import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import anyio
 import httpx2
@@ -52,20 +54,24 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gateway import __version__
+from gateway import __version__, accelerators
 from gateway.adapters.base import Adapter, CallRequest, Listener, Outcome, OutcomeKind, ToolDefinition
 from gateway.adapters.http.http11 import Http11Pool
-from gateway.adapters.mcp.lean_client import UNSENT_MAX, Fallback, LeanCaller, lean_version
+from gateway.adapters.http.httpx_pool import HttpxPool
 from gateway.backoff import backoff_delay
 from gateway.bounded import BoundedSet
 from gateway.canonical import canonical_json, sha256_hex
 from gateway.errors import Code
+
+if TYPE_CHECKING:
+    from gateway.adapters.mcp.lean_client import LeanCaller, Pool
 
 log = logging.getLogger("warrant.adapters.mcp")
 
 IDEMPOTENCY_META = "warrant/idempotency_key"
 RESERVED_META_PREFIX = "io.modelcontextprotocol/"
 READ_ATTEMPTS = 3
+UNSENT_MAX = 1024  # idempotency keys of calls that never connected, remembered per adapter
 DEADLINE_SHARE = 0.9  # the adapter answers within this share of the call's timeout, before the gate's own
 PROBE_EVERY = 1.0  # seconds between checks that the connection is still open (no I/O)
 MAX_PAGES = 100
@@ -119,8 +125,8 @@ class McpAdapter(Adapter):
     Owns the supervising task and, through it, the one `mcp.Client` of this downstream (entered
     and exited in that task), the tools as last listed (or restored from the pins until the first
     listing), the listeners told of each listing, the lean path's connections and caller when
-    the downstream passed its probe, and the idempotency keys of calls whose request never
-    connected (so such a write is `not_sent`, not `unknown`).
+    the downstream passed its probe (and the `mcp_client` accelerator is on), and the idempotency
+    keys of calls whose request never connected (so such a write is `not_sent`, not `unknown`).
 
     Invariants: a call uses only the published client, and only while it is open; a write gets
     one attempt (reads are retried within their timeout), and leaves the lean path for the SDK
@@ -133,7 +139,15 @@ class McpAdapter(Adapter):
     the supervisor and the child process or connections.
     """
 
-    def __init__(self, config: McpAdapterConfig, *, errlog: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        config: McpAdapterConfig,
+        *,
+        errlog: TextIO | None = None,
+        accelerators: accelerators.Accelerators | None = None,
+    ) -> None:
+        """`accelerators`: whether the lean path (`mcp_client`) and its HTTP/1.1 pool (`http11`)
+        serve; None: as gateway/accelerators.py decides for the installed SDK."""
         self.name = config.name
         self.pin = config.pin
         self.trust_read_only_hint = config.trust_read_only_hint
@@ -151,7 +165,8 @@ class McpAdapter(Adapter):
         self._refreshed = asyncio.Event()
         self._unsent: BoundedSet[str] = BoundedSet(UNSENT_MAX)  # idempotency keys whose POST never connected
         self._task: asyncio.Task[None] | None = None
-        self._pool: Http11Pool | None = None  # the lean path's connections (url only)
+        self._accelerators = accelerators
+        self._pool: Pool | None = None  # the lean path's connections (url only)
         self._lean: LeanCaller | None = None  # set while the published client's downstream passed the probe
 
     @property
@@ -245,7 +260,7 @@ class McpAdapter(Adapter):
         if lean is not None and lean.client is client and lean.enabled:
             try:
                 return await lean.call_tool(request.tool, request.arguments, meta, within)
-            except Fallback as exc:
+            except lean.fallback as exc:
                 log.info("MCP server %s: %s; this call goes through the SDK client", self.name, exc)
         return await client.call_tool(request.tool, request.arguments, read_timeout_seconds=within, meta=meta)
 
@@ -387,12 +402,21 @@ class McpAdapter(Adapter):
     async def _probe(self, client: Client) -> None:
         """Set up the lean path when the downstream speaks 2026-07-28 and answers in plain JSON."""
         self._lean = None
+        fence = self._accelerators or accelerators.default()
+        if self._config.url is None or not self._config.lean_http or not fence.on(accelerators.MCP_CLIENT):
+            return
+        try:
+            from gateway.adapters.mcp.lean_client import LeanCaller, lean_version
+        except ImportError as exc:  # a name it takes from the SDK moved: the SDK client serves
+            accelerators.gone(accelerators.MCP_CLIENT, exc)
+            return
         version = lean_version(client)
-        if self._config.url is None or not self._config.lean_http or version is None:
+        if version is None:
             return
         if self._pool is None:
+            pool = Http11Pool if fence.on(accelerators.HTTP11) else HttpxPool
             try:
-                self._pool = Http11Pool(self._config.url, self._config.headers, min(10.0, self._config.timeout))
+                self._pool = pool(self._config.url, self._config.headers, min(10.0, self._config.timeout))
             except ValueError as exc:  # a configured header this path cannot write as it is
                 log.info("MCP server %s: calls go through the SDK client (%s)", self.name, exc)
                 return
@@ -479,14 +503,20 @@ def _child_stderr(explicit: TextIO | None) -> Any:
 def _closed(client: Client) -> bool:
     """Whether the client's connection is known to be closed (a dead child, a torn-down transport).
 
-    The SDK has no public flag; its dispatcher's `_closed` is read defensively (missing: open).
-    Pinned by tests/adapters/test_mcp_adapter.py (a killed child is noticed without a call).
+    The SDK has no public flag; its session's dispatcher's `_closed` is a private name
+    (gateway/accelerators.py `DISPATCHER_CLOSED`): missing, the connection counts as open (logged
+    once) until a call or a listing on it fails. Pinned by tests/adapters/test_mcp_adapter.py (a
+    killed child is noticed without a call).
     """
     try:
-        dispatcher = client.session._dispatcher
+        session = client.session
     except Exception:
-        return True
-    return bool(getattr(dispatcher, "_closed", False))
+        return True  # not entered, or exited
+    closed = getattr(getattr(session, "_dispatcher", None), "_closed", None)
+    if not isinstance(closed, bool):
+        accelerators.missing(accelerators.DISPATCHER_CLOSED)
+        return False
+    return closed
 
 
 def _definition(tool: types.Tool) -> ToolDefinition:

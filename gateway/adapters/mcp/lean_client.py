@@ -2,14 +2,16 @@
 
 Used only for a downstream that speaks the 2026-07-28 protocol (no session, by definition) and
 answered a probe (`tools/list`, sent this way once per connection of the SDK client) with
-`200 application/json` and no `Mcp-Session-Id`. Then a call is one POST on a kept-alive
-connection (gateway/adapters/http/http11.py) carrying what the SDK client would send (the `_meta`
-envelope, `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`), and its answer is
-read as the SDK client reads it: the same status and content-type rules, the same version check
-of the result, the same output-schema check (`ClientSession.validate_tool_result`). Everything
-else (listing, sessions, the 2025-11-25 era, notifications) stays on the SDK client, which also
-takes a call over when the server says the request was not processed and the SDK would handle it
-differently (406/415: it wants other headers; HEADER_MISMATCH: it re-lists, then resends).
+`200 application/json` and no `Mcp-Session-Id`, while the `mcp_client` accelerator is on
+(gateway/accelerators.py: its switch and the SDK range). Then a call is one POST on a kept-alive
+connection (gateway/adapters/http/http11.py; httpx2 with `http11` off) carrying what the SDK
+client would send (the `_meta` envelope, `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`,
+`Mcp-Param-*`), and its answer is read as the SDK client reads it: the same status and
+content-type rules, the same version check of the result, the same output-schema check
+(`ClientSession.validate_tool_result`). Everything else (listing, sessions, the 2025-11-25 era,
+notifications) stays on the SDK client, which also takes a call over when the server says the
+request was not processed and the SDK would handle it differently (406/415: it wants other
+headers; HEADER_MISMATCH: it re-lists, then resends).
 
 Failures come back as the `MCPError` codes the SDK would raise, so McpAdapter classifies them
 exactly as before: nothing sent is CONNECTION_CLOSED with the idempotency key remembered as
@@ -22,7 +24,7 @@ import functools
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, ClassVar, Protocol, cast
 
 import mcp.types as types
 from mcp import Client, MCPError
@@ -48,7 +50,7 @@ from opentelemetry.propagate import inject
 from opentelemetry.trace import SpanKind, get_tracer
 from pydantic import TypeAdapter
 
-from gateway.adapters.http.http11 import Answer, Http11Pool, Lost, Unsent
+from gateway.adapters.http.http11 import Answer, Lost, Unsent
 from gateway.bounded import BoundedSet
 from gateway.observe import tracing
 
@@ -56,7 +58,6 @@ _tracer = get_tracer("mcp-python-sdk")  # the SDK client's tracer name: one trac
 log = logging.getLogger("warrant.adapters.mcp")
 
 ACCEPT = "application/json, text/event-stream"  # what the SDK client sends
-UNSENT_MAX = 1024  # idempotency keys of calls that never connected, remembered per adapter
 _NOT_HERE = frozenset({406, 415})  # the server wants another request shape; nothing was processed
 
 
@@ -64,13 +65,25 @@ class Fallback(Exception):
     """The server did not process the request; the SDK client should send it instead."""
 
 
+class Pool(Protocol):
+    """Where the POSTs go: `Http11Pool` (the `http11` accelerator) or `HttpxPool` (httpx2)."""
+
+    async def post(self, body: bytes, headers: list[tuple[str, str]], within: float) -> Answer:
+        """Raises: ValueError (nothing sent), Unsent, TimeoutError, Lost."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
 class LeanCaller:
     """`tools/call` for one published SDK client whose downstream answered the probe in JSON."""
+
+    fallback: ClassVar[type[Fallback]] = Fallback  # for a caller that imports this module lazily
 
     def __init__(
         self,
         client: Client,
-        pool: Http11Pool,
+        pool: Pool,
         version: str,
         client_info: Mapping[str, Any],
         unsent: BoundedSet[str],

@@ -1,4 +1,9 @@
-"""Fast paths that mirror the MCP SDK, each behind a tested SDK version range and a switch."""
+"""Fast paths that mirror the MCP SDK, each behind a tested SDK version range and a switch.
+
+The front's is fastpath.py. The fence (the ranges, the switches, the private names) is
+gateway/accelerators.py, at the package root, so that the adapters' lean client
+(gateway/adapters/mcp/lean_client.py) and the catalog's quick check share it.
+"""
 
 from typing import TYPE_CHECKING
 
