@@ -321,7 +321,16 @@ def fast_path(
     ) -> dict[str, Any]:
         return await answer_body(calls_of(), token, params, meta)
 
-    return FastPath(server, handler, input_schema_of(catalog))
+    return FastPath(server, handler, input_schema_of(catalog), invalid_result)
+
+
+def invalid_result(name: str) -> MCPError:
+    """What `answer_call` raises for a result it cannot validate into a CallToolResult (a bug of
+    ours, or of an in-process tool's content): the fast path, which validates it only while the
+    SDK shapes it, answers the same."""
+    reference = new_id("err")
+    log.error("tools/call %s failed (reference %s): its result is not a valid CallToolResult", name, reference)
+    return MCPError(-32603, f"internal error in the gateway (reference {reference})")
 
 
 class LeaseTokenGuard:

@@ -76,6 +76,9 @@ _OTEL_MIDDLEWARE = accelerators.resolve(accelerators.OTEL_MIDDLEWARE)
 # exclude_none=True)` would give it (gateway/mcp/server.py `result_body`), or raises MCPError.
 Handler = Callable[[str, types.CallToolRequestParams, Mapping[str, Any] | None], Awaitable[dict[str, Any]]]
 SchemaOf = Callable[[str], Mapping[str, Any] | None]
+# The error for a handler's result that is not a valid CallToolResult (the tool's name given): what
+# the SDK path's handler raises when it cannot validate the same result into the model.
+Invalid = Callable[[str], MCPError]
 _PARAM_PREFIX = MCP_PARAM_HEADER_PREFIX.lower()
 
 
@@ -86,10 +89,13 @@ class _Decline(Exception):
 class FastPath:
     """Answers `tools/call` POSTs to /mcp for a stateless, JSON-answering SDK server."""
 
-    def __init__(self, server: Server[Any], handler: Handler, input_schema: SchemaOf) -> None:
+    def __init__(
+        self, server: Server[Any], handler: Handler, input_schema: SchemaOf, invalid: Invalid | None = None
+    ) -> None:
         manager = server.session_manager
         self.server = server
         self.handler = handler
+        self.invalid = invalid or _invalid_result
         self.input_schema = input_schema
         self.security = TransportSecurityMiddleware(manager.security_settings)
         self.max_body = manager.max_request_body_size
@@ -168,6 +174,8 @@ class FastPath:
         try:
             result: dict[str, Any] | None = self._shape(await self.handler(token, typed, meta), version)
             error = None
+        except _Invalid:
+            result, error = None, self.invalid(typed.name).error
         except Exception as exc:
             result, error = None, exc.error if isinstance(exc, MCPError) else _internal(exc)
         if version in MODERN_PROTOCOL_VERSIONS:
@@ -266,15 +274,21 @@ class FastPath:
         return message.id, message.params or {}
 
     def _shape(self, dumped: dict[str, Any], version: str) -> dict[str, Any]:
-        """As `ServerRunner._serialize` for a tools/call result (`dumped`: the result model's dump)."""
+        """As `ServerRunner._serialize` for a tools/call result (`dumped`: the result model's dump).
+
+        Raises: _Invalid when `dumped` is not a valid CallToolResult, which the SDK path's handler
+        finds before the SDK shapes anything (the 2026-07-28 surface is a union: an invalid
+        CallToolResult may pass as another member, which has no `content`)."""
         modern = version in MODERN_PROTOCOL_VERSIONS
         result_type = dumped.get("resultType")
         if not modern or not isinstance(result_type, str) or result_type in CORE_RESULT_TYPES:
             try:
-                dumped = _methods.serialize_server_result("tools/call", version, dumped)
+                shaped = _methods.serialize_server_result("tools/call", version, dumped)
             except ValidationError:
-                log.exception("handler for 'tools/call' returned an invalid result")
-                raise MCPError(INTERNAL_ERROR, "Handler returned an invalid result") from None
+                raise _Invalid from None
+            if "content" in dumped and "content" not in shaped:
+                raise _Invalid
+            dumped = shaped
         if not modern:
             return dumped
         if dumped.get("resultType") is None:
@@ -285,6 +299,16 @@ class FastPath:
         elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
             dumped["_meta"] = {**meta, SERVER_INFO_META_KEY: self.server.server_info_stamp}
         return dumped
+
+
+class _Invalid(Exception):
+    """The handler's result is not a valid CallToolResult."""
+
+
+def _invalid_result(name: str) -> MCPError:
+    # The SDK's own answer to a handler's invalid result (ServerRunner._serialize).
+    log.error("handler for 'tools/call' returned an invalid result")
+    return MCPError(INTERNAL_ERROR, "Handler returned an invalid result")
 
 
 class _HeadersOnly:
