@@ -1,4 +1,6 @@
-"""The lean MCP path's HTTP/1.1 client (gateway/adapters/http/http11.py) against canned answers."""
+"""The lean MCP path's HTTP/1.1 client (gateway/adapters/http/http11.py) against canned answers,
+and against httpx2 (gateway/adapters/http/httpx_pool.py, what serves with `http11` off): the same
+answer read from the same bytes, the same failure for bytes that are not an answer."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from gateway.adapters.http import Http11Pool, Lost, Unsent
+from gateway.adapters.http import Http11Pool, HttpxPool, Lost, Unsent
 from tests.harness import free_port
 
 pytestmark = pytest.mark.anyio
@@ -141,3 +143,77 @@ def test_a_header_that_would_break_the_request_is_refused() -> None:
         Http11Pool("http://127.0.0.1:1/mcp", {"X-Evil": "a\r\nb: c"}, 1.0)
     with pytest.raises(ValueError):
         Http11Pool("ftp://127.0.0.1/mcp", {}, 1.0)
+
+
+# -- http11 against httpx2, the path that serves with the `http11` accelerator off ----------------
+ANSWERS = [
+    OK,
+    b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nt: 1\r\n\r\n",
+    b"HTTP/1.1 100 Continue\r\n\r\n" + OK,
+    b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
+    b"HTTP/1.1 204 No Content\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}",
+    b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\n{}",
+    b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: 5\r\n\r\noops!",
+    b"HTTP/1.1 404 Not Found\r\nX-Two: a\r\nx-two: b\r\ncontent-length: 0\r\n\r\n",
+    b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{"a":"\xc3\xa9"}',
+    b"HTTP/1.1 200 OK\r\ncontent-length: 1048576\r\n\r\n" + b"x" * 1048576,
+    b"HTTP/1.1 200 OK\r\n\r\nall of it",  # delimited by close
+]
+UNFRAMED = [
+    b"HTTP/2 200 OK\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\n{}",
+    b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",
+    b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\n{}",
+    b"not http at all\r\n\r\n",
+]
+
+
+async def through(pool_kind: type[Http11Pool] | type[HttpxPool], raw: bytes) -> tuple[int, dict[str, str], bytes] | str:
+    """The answer `pool_kind` reads for `raw` (the server closes after it), or its failure's name."""
+    writers: list[asyncio.StreamWriter] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+            )
+            await reader.readexactly(length)
+            writer.write(raw)
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    pool = pool_kind(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp", {"Authorization": "Bearer d"}, 2.0)
+    try:
+        answer = await pool.post(b'{"a":1}', [("content-type", "application/json")], 2.0)
+    except (Lost, Unsent, TimeoutError) as exc:
+        return type(exc).__name__
+    finally:
+        await pool.aclose()
+        await stop(server, writers)
+    return answer.status, answer.headers, answer.body
+
+
+@pytest.mark.differential
+@pytest.mark.parametrize("raw", ANSWERS + UNFRAMED, ids=[f"answer {n}" for n in range(len(ANSWERS + UNFRAMED))])
+async def test_http11_reads_every_answer_as_httpx2_does(raw: bytes) -> None:
+    assert await through(Http11Pool, raw) == await through(HttpxPool, raw)
+
+
+@pytest.mark.differential
+async def test_both_pools_fail_alike_without_a_listener_and_without_an_answer() -> None:
+    for kind in (Http11Pool, HttpxPool):
+        pool = kind(f"http://127.0.0.1:{free_port()}/mcp", {}, 1.0)
+        with pytest.raises(Unsent):
+            await post(pool)
+        await pool.aclose()
+    with pytest.raises(ValueError):
+        HttpxPool("http://127.0.0.1:1/mcp", {"X-Evil": "a\r\nb: c"}, 1.0)
+    with pytest.raises(ValueError):
+        await HttpxPool("http://127.0.0.1:1/mcp", {}, 1.0).post(b"", [("x-evil", "a\nb")], 1.0)

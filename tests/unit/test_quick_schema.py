@@ -1,4 +1,5 @@
-"""The quick argument check decides exactly as jsonschema does, wherever it offers to decide."""
+"""The quick argument check decides exactly as jsonschema does, wherever it offers to decide; with
+the `quick_schema` accelerator off (gateway/accelerators.py) jsonschema alone finds the same faults."""
 
 from __future__ import annotations
 
@@ -9,8 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gateway.adapters import ToolDefinition
+from gateway.catalog import Catalog
 from gateway.catalog.catalog import quick_check_of
 from gateway.domain import compile_check
+from tests.unit.test_catalog import StaticAdapter
+
+pytestmark = pytest.mark.differential
 
 DIALECTS = {
     "draft6": jsonschema.Draft6Validator,
@@ -147,3 +153,25 @@ def test_the_edges_of_each_keyword_agree_with_jsonschema(schema: dict[str, Any],
     validator = DIALECTS[dialect](schema)
     for value in EDGE_VALUES:
         assert check(value) == validator.is_valid(value), value
+
+
+def spec_of(schema: Any, quick: bool) -> Any:
+    definition = ToolDefinition("x", "", {"type": "object", "properties": {"a": schema}, "required": ["a"]})
+    spec = Catalog([StaticAdapter("t", definition)], {}, quick_schema=quick).get("t__x")
+    assert spec is not None
+    return spec
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schema=schemas, value=json_values)
+def test_with_the_switch_off_jsonschema_alone_finds_the_same_faults(schema: Any, value: Any) -> None:
+    on, off = spec_of(schema, True), spec_of(schema, False)
+    assert off.quick_check is None  # on: a quick check unless the schema names a `format`
+    for arguments in ({"a": value}, {}, value):
+        assert on.argument_faults(arguments) == off.argument_faults(arguments)
+
+
+def test_with_the_switch_off_no_tool_gets_a_quick_check() -> None:
+    schema = {"type": "string", "minLength": 1}
+    assert spec_of(schema, True).quick_check is not None
+    assert spec_of(schema, False).quick_check is None
