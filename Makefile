@@ -9,7 +9,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck bench bench-mcp bench-replicas clean
+.PHONY: run test test-newest-sdk lint typecheck bench bench-mcp bench-replicas clean
 
 $(BIN)/python:
 	@echo "make: creating $(VENV) with $(PYTHON)"
@@ -87,6 +87,30 @@ test: $(DEV_STAMP) $(NODE_STAMP) $(PY_AGENTS) $(BROWSER) $(STRACE)
 	$(BIN)/mypy
 	$(BIN)/pytest -q -n $(TEST_WORKERS)
 
+# The differential tests (marked `differential`: each accelerator of gateway/accelerators.py against
+# the SDK's or the library's own path) against the newest final `mcp` release the package index
+# offers, beyond pyproject.toml's upper bound if need be, in a venv of its own: the project, its
+# `otel` extra (the tracing test) and the test tools, once (again when pyproject.toml changes),
+# then `mcp` upgraded on every run. Outside the accelerators' declared range the tests check that
+# the fence said so and that the slow paths serve, the same. CI runs it after `make test`.
+NEWEST_SDK_VENV := .venv-newest-sdk
+NEWEST_SDK_PIP := $(NEWEST_SDK_VENV)/bin/python -m pip --disable-pip-version-check
+NEWEST_SDK_STAMP := $(NEWEST_SDK_VENV)/.installed
+DIFFERENTIAL_TESTS := tests/unit/test_accelerators.py tests/unit/test_quick_schema.py \
+	tests/mcp/test_mcp_fastpath.py tests/adapters/test_mcp_lean_http.py tests/adapters/test_mcp_http11.py
+
+$(NEWEST_SDK_STAMP): pyproject.toml
+	@echo "make test-newest-sdk: installing Warrant and the test tools into $(NEWEST_SDK_VENV)"
+	rm -rf $(NEWEST_SDK_VENV)
+	$(PYTHON) -m venv $(NEWEST_SDK_VENV)
+	$(NEWEST_SDK_PIP) install --quiet -e '.[otel]' 'pytest>=8.3' 'anyio>=4.4' 'hypothesis>=6.100' 'pytest-xdist>=3.6'
+	touch $@
+
+test-newest-sdk: $(NEWEST_SDK_STAMP)
+	$(NEWEST_SDK_PIP) install --quiet --upgrade mcp
+	@$(NEWEST_SDK_VENV)/bin/python -c "import importlib.metadata as m; print('make test-newest-sdk: mcp', m.version('mcp'))"
+	$(NEWEST_SDK_VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) -p no:cacheprovider -m differential $(DIFFERENTIAL_TESTS)
+
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check gateway tests bench
 	$(BIN)/ruff format --check gateway tests bench
@@ -104,4 +128,4 @@ bench-replicas: $(DEV_STAMP)
 	$(BIN)/python bench/replicas.py
 
 clean:
-	rm -rf $(VENV) $(INTEROP_VENVS) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(INTEROP_VENVS) $(NEWEST_SDK_VENV) .pytest_cache .mypy_cache .ruff_cache

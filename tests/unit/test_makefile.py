@@ -75,3 +75,19 @@ def test_a_changed_pyproject_installs_again(tmp_path: Path) -> None:
     os.utime(folder / ".venv" / ".installed-dev", (500_000, 500_000))
     assert RUN_INSTALL in planned(folder, "run") and "[dev]" not in planned(folder, "run")
     assert DEV_INSTALL in planned(folder, "test")
+
+
+def test_make_test_newest_sdk_upgrades_mcp_in_a_venv_of_its_own_and_runs_the_differential_tests(
+    tmp_path: Path,
+) -> None:
+    plan = planned(project(tmp_path), "test-newest-sdk")
+    assert "-m venv .venv-newest-sdk" in plan
+    assert "install --quiet -e '.[otel]'" in plan
+    assert ".venv-newest-sdk/bin/python -m pip --disable-pip-version-check install --quiet --upgrade mcp" in plan
+    assert "-m differential tests/" in plan and ".venv/" not in plan.replace(".venv-newest-sdk/", "")
+
+
+def test_ci_runs_the_newest_sdk_job_after_the_suite() -> None:
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert lines.index("make test") < lines.index("make test-newest-sdk")
+    assert "set -euo pipefail" in lines  # its failure fails the run
