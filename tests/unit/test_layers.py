@@ -8,6 +8,7 @@ root. From the bottom up:
 
      0  helpers   gateway (its __version__), errors, clock, ids, canonical, names, text,
                   yamlfile, backoff, bounded (the caches), faces (the packages' lazy faces),
+                  accelerators (the fast paths' version fence and switches),
                   safeguards (the drill's switches: the store reads them)
      1  domain    the pure core
      2  policy    model, loader, engine: decisions over domain types
