@@ -61,6 +61,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "safeguards",
                 "bounded",
                 "faces",
+                "accelerators",
             }
         ),
     ),
