@@ -23,13 +23,14 @@ from gateway.domain.keys import ApiKey
 from gateway.domain.lifecycle import ActionStatus, RunEvent, transition
 from gateway.domain.revision import Change, Effect, classify, merge_patch, require_narrowing
 from gateway.domain.roles import permits
+from gateway.domain.settlement import SettleKind, resolved
 from gateway.domain.units import parse_money
 from gateway.errors import Code, Conflict, InvalidRequest
 from gateway.gate.pipeline import Gate
 from gateway.gate.reconcile import reconcile_run
 from gateway.runtime.watchdog import Watchdog
 from gateway.store.base import Store
-from gateway.store.records import ActionRecord, Principal, RunRecord, SettleKind, Settlement
+from gateway.store.records import ActionRecord, Principal, RunRecord
 from gateway.tools.progress import Progress, recheck_view
 
 log = logging.getLogger("warrant.service")
@@ -173,22 +174,13 @@ class Gateway:
                 spend = parse_money(actual_spend, run.currency)
             except ValueError as exc:
                 raise InvalidRequest(f"actual_spend: {exc}", code=Code.INVALID_REQUEST) from None
-        receipt = {"resolved_by": principal.name, "evidence": evidence, "status": kind.value}
-        if receipt_id is not None:
-            receipt["id"] = receipt_id
-        text = f"{kind.value}, as resolved by {principal.name}: {evidence}"
-        settlement = Settlement(
-            kind=kind,
-            sent=True,
-            code=None if kind is SettleKind.SUCCEEDED else Code.UPSTREAM_FAILED,
-            reason=f"resolved by an operator: {text}",
-            receipt=receipt,
-            result={"content": [{"type": "text", "text": text}], "structured": {"receipt": receipt}}
-            if kind is SettleKind.SUCCEEDED
-            else None,
+        settlement = resolved(
+            kind,
+            by=principal.name,
+            evidence=evidence,
+            receipt_id=receipt_id,
             actual_spend=spend,
             estimate_spend=spec.cost_spend if spec is not None else action.reserved.get("spend", 0),
-            max_spend=None,
         )
         log.info("action %s resolved %s by %s", action_id, kind.value, principal.name)
         return (await self.store.settle(action_id, settlement)).action

@@ -38,6 +38,7 @@ from gateway.domain.operations import (
     repeat_operation_id,
     valid_client_operation_id,
 )
+from gateway.domain.settlement import Settlement, dispatched
 from gateway.domain.units import format_money, parse_duration
 from gateway.errors import Code, Refusal, Unauthenticated, WarrantError
 from gateway.gate.in_flight import ABORTED_BY_CANCEL, InFlight
@@ -55,8 +56,6 @@ from gateway.store.records import (
     ApprovalStatus,
     Intent,
     RunRecord,
-    SettleKind,
-    Settlement,
     TokenInfo,
 )
 from gateway.text import escape_nul
@@ -948,47 +947,19 @@ def _uncertain(spec: ToolSpec, read_code: str, message: str) -> Outcome:
 
 
 def _settlement(spec: ToolSpec, outcome: Outcome, currency: str) -> Settlement:
-    if outcome.withheld is not None and outcome.kind is OutcomeKind.SUCCEEDED:
-        return _withheld_settlement(spec, outcome, currency)
-    kind = {
-        OutcomeKind.SUCCEEDED: SettleKind.SUCCEEDED,
-        OutcomeKind.FAILED: SettleKind.FAILED,
-        OutcomeKind.NOT_SENT: SettleKind.FAILED,
-        OutcomeKind.UNKNOWN: SettleKind.UNKNOWN,
-    }[outcome.kind]
-    result = None
-    if outcome.kind is OutcomeKind.SUCCEEDED:
-        result = {"content": outcome.content, "structured": outcome.structured}
-    return Settlement(
-        kind=kind,
-        sent=outcome.kind is not OutcomeKind.NOT_SENT,
+    """The call's outcome as gateway/domain/settlement.py settles it."""
+    return dispatched(
+        outcome.kind,
+        write=spec.is_write,
         code=outcome.code,
         reason=outcome.message,
         receipt=outcome.receipt,
-        result=result if spec.is_write else None,
+        content=outcome.content,
+        structured=outcome.structured,
+        withheld=outcome.withheld,
         actual_spend=outcome.spend(currency),
         estimate_spend=spec.cost_spend,
         max_spend=spec.cost_max,
-        durable=spec.is_write,
-    )
-
-
-def _withheld_settlement(spec: ToolSpec, outcome: Outcome, currency: str) -> Settlement:
-    """A result over the cap: a write was performed (succeeded; a replay shows a note instead of the
-    result); a read fails `payload_too_large`, its call counted (it was made)."""
-    size = outcome.withheld or 0
-    note = {"type": "text", "text": f"[payload_too_large] the result ({size} bytes seen) was withheld"}
-    return Settlement(
-        kind=SettleKind.SUCCEEDED if spec.is_write else SettleKind.FAILED,
-        sent=True,
-        code=Code.PAYLOAD_TOO_LARGE,
-        reason=f"the result ({size} bytes seen) is over the gateway's cap; withheld",
-        receipt=outcome.receipt,
-        result={"content": [note], "structured": None} if spec.is_write else None,
-        actual_spend=outcome.spend(currency),
-        estimate_spend=spec.cost_spend,
-        max_spend=spec.cost_max,
-        durable=spec.is_write,
     )
 
 

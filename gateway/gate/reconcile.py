@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import logging
 
-from gateway.adapters.base import CallRequest, OutcomeKind
+from gateway.adapters.base import CallRequest
 from gateway.catalog.catalog import Catalog
 from gateway.domain.lifecycle import ActionStatus
+from gateway.domain.settlement import reconciled
 from gateway.errors import Code, Conflict
 from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.base import Store
-from gateway.store.records import ActionRecord, SettleKind, Settlement
+from gateway.store.records import ActionRecord
 
 log = logging.getLogger("warrant.reconcile")
 
@@ -58,26 +59,22 @@ async def reconcile_action(
     except Exception:
         log.exception("lookup of %s through %s failed", action.action_id, spec.adapter.name)
         return None
-    if outcome is None or outcome.kind is OutcomeKind.UNKNOWN:
+    if outcome is None:
+        return None
+    # Only a proof moves an action out of `unknown` (gateway/domain/settlement.py).
+    settlement = reconciled(
+        outcome.kind,
+        code=outcome.code,
+        receipt=outcome.receipt,
+        content=outcome.content,
+        structured=outcome.structured,
+        actual_spend=outcome.spend(catalog.currency),
+        estimate_spend=spec.cost_spend,
+        max_spend=spec.cost_max,
+    )
+    if settlement is None:
         return None
     safeguards.hit("during_resume", action.tool)  # proved, not yet recorded
-    if outcome.kind is OutcomeKind.SUCCEEDED:
-        settlement = Settlement(
-            kind=SettleKind.SUCCEEDED,
-            receipt=outcome.receipt,
-            reason="reconciled: the destination confirms it happened",
-            result={"content": outcome.content, "structured": outcome.structured},
-            actual_spend=outcome.spend(catalog.currency),
-            estimate_spend=spec.cost_spend,
-            max_spend=spec.cost_max,
-        )
-    else:
-        settlement = Settlement(
-            kind=SettleKind.FAILED,
-            sent=outcome.kind is not OutcomeKind.NOT_SENT,
-            code=outcome.code,
-            reason="reconciled: the destination confirms it did not happen",
-        )
     try:
         result = await store.settle(action.action_id, settlement)
     except Conflict as exc:

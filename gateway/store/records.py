@@ -12,6 +12,8 @@ from gateway.domain.admission import Reservation, RunSnapshot
 from gateway.domain.approvals import Requirement
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import ActionStatus, RunStatus
+from gateway.domain.settlement import SettleKind as SettleKind
+from gateway.domain.settlement import Settlement as Settlement
 from gateway.errors import Code
 
 
@@ -202,28 +204,6 @@ class ActionRecord:
     process_id: str | None
     created_at: float
     settled_at: float | None
-
-
-class SettleKind(StrEnum):
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"  # the destination said no, or nothing was sent (see `sent`)
-    UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True)
-class Settlement:
-    """How an admitted action ended, as the gate established it."""
-
-    kind: SettleKind
-    sent: bool = True  # False: the request never left; the reservation and any approval are restored
-    code: str | None = None
-    reason: str | None = None
-    receipt: dict[str, Any] | None = None
-    result: Any = None  # stored by hash for replay (succeeded only)
-    actual_spend: int | None = None  # None: the policy's estimate
-    estimate_spend: int = 0
-    max_spend: int | None = None
-    durable: bool = True  # fsync the commit (writes); reads may skip it
 
 
 @dataclass(frozen=True)

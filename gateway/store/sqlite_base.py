@@ -21,6 +21,7 @@ from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lease_rules import resumed_expiry
 from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.domain.refusals import RefusalLimits, recorded_reason, recorded_tool, refusal_scope
+from gateway.domain.settlement import orphaned, settled_row
 from gateway.domain.units import format_money, headroom
 from gateway.errors import Code, InvalidRequest, NotFound, Refusal, StoreError
 from gateway.ids import new_id
@@ -299,11 +300,11 @@ class SQLiteBase:
     def _mark_unknown(self, conn: Conn, rows: list[sqlite3.Row], reason: str, now: float) -> list[str]:
         """Admitted actions (rows of action_id, run_id, process_id) whose outcome nobody will record
         become `unknown` with `reason`, in the ledger too; their reservations stay held."""
+        orphan = settled_row(orphaned(reason))  # gateway/domain/settlement.py: unknown, its hold kept
         for row in rows:
             conn.execute(
-                "UPDATE actions SET status = 'unknown', code = 'outcome_unknown', reason = ?, settled_at = ? "
-                "WHERE action_id = ?",
-                (reason, now, row["action_id"]),
+                "UPDATE actions SET status = ?, code = ?, reason = ?, settled_at = ? WHERE action_id = ?",
+                (orphan.status.value, orphan.code, reason, now, row["action_id"]),
             )
             action = action_from_row(
                 conn.execute("SELECT * FROM actions WHERE action_id = ?", (row["action_id"],)).fetchone()
@@ -318,8 +319,8 @@ class SQLiteBase:
                 "action_settled",
                 now,
                 action_id=row["action_id"],
-                status="unknown",
-                code=Code.OUTCOME_UNKNOWN,
+                status=orphan.status.value,
+                code=orphan.code,
                 previous="admitted",
                 reason=reason,
                 **data,

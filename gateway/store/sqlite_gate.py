@@ -13,18 +13,12 @@ from gateway.domain.admission import CallFacts, RunSnapshot, call_refusal, lease
 from gateway.domain.lease_rules import LeaseWrite, reestablishes
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.retention import operation_expired
-from gateway.domain.units import MAX_MONEY, format_money, headroom
+from gateway.domain.settlement import Settlement, settle_effects, settled_row
+from gateway.domain.units import format_money
 from gateway.errors import Code, NotFound, Refusal
 from gateway.ids import new_id
 from gateway.store.base import AdmitResult, Admitted, Held, Refused, Stale, log_if_failed
-from gateway.store.records import (
-    ActionRecord,
-    ApprovalStatus,
-    Intent,
-    SettleKind,
-    Settlement,
-    SettleResult,
-)
+from gateway.store.records import ActionRecord, ApprovalStatus, Intent, SettleResult
 from gateway.store.sqlite_base import Conn, read_intent, wire_reservation
 from gateway.store.sqlite_leases import LeaseOps
 from gateway.store.sqlite_limits import LimitOps
@@ -294,23 +288,15 @@ class GateOps(LeaseOps, LimitOps):
     def _settle_tx(
         self, action_id: str, settlement: Settlement, *, want_run: bool = True, admitted: ActionRecord | None = None
     ) -> Callable[[Conn], SettleResult]:
-        target = ActionStatus(settlement.kind.value)
-        code = settlement.code
-        if settlement.kind is SettleKind.FAILED and not settlement.sent:
-            code = code or "not_sent"
-        actual: int | None = None
-        if settlement.kind is SettleKind.SUCCEEDED:
-            actual = settlement.actual_spend if settlement.actual_spend is not None else settlement.estimate_spend
-        elif settlement.kind is SettleKind.FAILED:
-            actual = (settlement.actual_spend or 0) if settlement.sent else 0
-        if actual is not None:
-            actual = min(actual, MAX_MONEY)  # what any one value may hold (units.MAX_MONEY)
+        # The action row's outcome, from the settlement alone (gateway/domain/settlement.py has the rule).
+        row_after = settled_row(settlement)
+        target, code, actual = row_after.status, row_after.code, row_after.actual_spend
         receipt = json.dumps(settlement.receipt, sort_keys=True) if settlement.receipt is not None else None
 
         def tx(conn: Conn) -> SettleResult:
             now = self._clock.now()
             result_sha: str | None = None
-            if settlement.kind is SettleKind.SUCCEEDED and settlement.result is not None:
+            if row_after.keeps_result:
                 result_sha = put_blob(conn, settlement.result, now)
             outcome = (target.value, code, settlement.reason, receipt, actual, result_sha, now, action_id)
 
@@ -350,26 +336,16 @@ class GateOps(LeaseOps, LimitOps):
                 updated = settled(action)
             run_id = updated.run_id
             status, currency, head_seq, head_hash, spend_spent = conn.execute(_SETTLE_RUN, (run_id,)).fetchone()
-            held = updated.reserved
-            spend = calls = writes = 0
-            if settlement.kind is SettleKind.SUCCEEDED:
-                spend, calls, writes = actual or 0, held["tool_calls"], held["writes"]
-            elif settlement.kind is SettleKind.FAILED and settlement.sent:
-                spend, calls = actual or 0, held["tool_calls"]
-            # A cost already happened and is recorded whole on the action; the run's counter saturates
-            # at MAX_MONEY instead of overflowing (a destination may report any amount).
-            spend = headroom(spend_spent, spend)
-            intent: dict[str, Any] = {}
-            if updated.effect != "write" and previous is ActionStatus.ADMITTED:
-                # A read's only ledger entry: what was asked, under which lease, and how it ended.
-                intent = read_intent(updated, currency)
-            overrun = (
-                settlement.kind is SettleKind.SUCCEEDED
-                and settlement.max_spend is not None
-                and actual is not None
-                and actual > settlement.max_spend
+            effects = settle_effects(
+                settlement,
+                row_after,
+                previous=previous,
+                action=updated,
+                run_status=RunStatus(status),
+                spend_spent=spend_spent,
             )
-            after_cancel = settlement.kind is SettleKind.SUCCEEDED and status == RunStatus.CANCELLED.value
+            # A read's only ledger entry: what was asked, under which lease, and how it ended.
+            intent = read_intent(updated, currency) if effects.read_entry else {}
             # Every entry below goes to this chain; its head moves with the one update of the run row.
             with self._holding(Chain(self._key, run_id, head_seq, head_hash)) as chain:
                 self._event(
@@ -390,9 +366,9 @@ class GateOps(LeaseOps, LimitOps):
                     # cancel, the gateway shutting down; why it failed; how it was reconciled).
                     reason=settlement.reason,
                 )
-                if settlement.kind is SettleKind.FAILED and not settlement.sent and updated.approval_id:
-                    self._restore_approval(conn, updated.approval_id, run_id, now)
-                if overrun:
+                if effects.restore_approval is not None:
+                    self._restore_approval(conn, effects.restore_approval, run_id, now)
+                if effects.overrun:
                     self._event(
                         conn,
                         run_id,
@@ -402,7 +378,7 @@ class GateOps(LeaseOps, LimitOps):
                         actual_spend=format_money(actual or 0, currency),
                         max_spend=format_money(settlement.max_spend or 0, currency),
                     )
-                if after_cancel:
+                if effects.after_cancel:
                     self._event(
                         conn,
                         run_id,
@@ -412,7 +388,7 @@ class GateOps(LeaseOps, LimitOps):
                         tool=updated.tool,
                         receipt=settlement.receipt,
                     )
-                if code == Code.UPSTREAM_UNAUTHORIZED:
+                if effects.alert:
                     # The destination refused the gateway's own credentials: every later call will fail
                     # the same way until someone fixes them. Operators are told, not only the agent.
                     self._event(
@@ -427,14 +403,24 @@ class GateOps(LeaseOps, LimitOps):
                     )
                 sets = chain.head_sql
                 params: tuple[Any, ...] = chain.head_params()
-            if settlement.kind is not SettleKind.UNKNOWN:  # release the reservation, spend what was used
+            if effects.releases:  # release the reservation, spend what was used
+                held, charge = updated.reserved, effects.charge
                 sets = _RELEASE + sets
-                params = (held["spend"], held["tool_calls"], held["writes"], spend, calls, writes, now, *params)
+                params = (
+                    held["spend"],
+                    held["tool_calls"],
+                    held["writes"],
+                    charge.spend,
+                    charge.tool_calls,
+                    charge.writes,
+                    now,
+                    *params,
+                )
             returning = " RETURNING *" if want_run else ""
             after = conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?{returning}", (*params, run_id)).fetchone()
             run = run_from_row(after) if want_run else None
             self.safeguards.hit("inside_settle", updated.tool)  # written, not committed
-            return SettleResult(updated, run, overrun=overrun, after_cancel=after_cancel)
+            return SettleResult(updated, run, overrun=effects.overrun, after_cancel=effects.after_cancel)
 
         return tx
 
