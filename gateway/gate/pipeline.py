@@ -38,6 +38,8 @@ from gateway.domain.operations import (
     repeat_operation_id,
     valid_client_operation_id,
 )
+from gateway.domain.replay import Call as ReplayCall
+from gateway.domain.replay import Replay, replay_refusal, replay_rule
 from gateway.domain.settlement import Settlement, dispatched
 from gateway.domain.units import format_money, parse_duration
 from gateway.errors import Code, Refusal, Unauthenticated, WarrantError
@@ -463,45 +465,13 @@ class Gate:
         )
 
     async def _held(self, info: TokenInfo, held: Held, tool: str, digest: str, size: int) -> CallResult:
-        """Gate step 4: the operation id is already taken in this lineage."""
+        """Gate step 4: the operation id is already taken in this lineage (gateway/domain/replay.py)."""
         holder = held.action
-        if holder.payload_sha256 != digest or holder.tool != tool:
-            refusal = Refusal(
-                Code.IDEMPOTENCY_CONFLICT,
-                f"not executed: operation {holder.operation_id} was already used for another payload (action "
-                f"{holder.action_id}); one operation id names one payload: send this one under a fresh "
-                f"_meta[{OPERATION_ID_META!r}]",
-                action_id=holder.action_id,
-            )
-            return await self._reject(info, tool, digest, refusal, size)
-        if held.expired:
-            refusal = Refusal(
-                Code.IDEMPOTENCY_EXPIRED,
-                f"operation {holder.operation_id} was first recorded at {isoformat(holder.created_at)} (action "
-                f"{holder.action_id}), longer ago than the gateway keeps operation ids; it is neither replayed nor "
-                "executed again: send a fresh operation id, or warrant_repeat(action_id, reason)",
-                action_id=holder.action_id,
-                recorded_at=isoformat(holder.created_at),
-            )
-            return await self._reject(info, tool, digest, refusal, size)
-        if holder.status in (ActionStatus.SUCCEEDED, ActionStatus.COMPENSATED):
+        decision = replay_rule(holder, ReplayCall(tool, digest), held.expired).decision
+        if decision is Replay.REPLAY:
             return await self._replay(holder)
-        if holder.status is ActionStatus.ADMITTED:
-            refusal = Refusal(
-                Code.OPERATION_IN_PROGRESS,
-                f"not executed again: the same operation is still in flight as action {holder.action_id}; its "
-                "outcome will be recorded once: call again with the same arguments in a few seconds to get its result",
-                action_id=holder.action_id,
-                retry_after_s=2,
-            )
-        else:
-            refusal = Refusal(
-                Code.OUTCOME_UNKNOWN,
-                f"not executed again: action {holder.action_id} of the same operation may have happened (its outcome "
-                "is unknown); do not retry it: an operator or the adapter's lookup reconciles it, after which this "
-                "call replays its result or may be made again (warrant_status shows the run)",
-                action_id=holder.action_id,
-            )
+        refusal = replay_refusal(decision, holder)
+        assert refusal is not None, "the store's holder holds the operation id"
         return await self._reject(info, tool, digest, refusal, size)
 
     async def _replay(self, holder: ActionRecord) -> CallResult:
