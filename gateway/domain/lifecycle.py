@@ -152,3 +152,14 @@ def check_action_transition(current: ActionStatus, target: ActionStatus) -> None
             status=current.value,
             target=target.value,
         )
+
+
+# An approval's lifecycle (gateway/domain/approval_selection.py decides which one a call meets). No
+# docstring: the operator API's document shows the enum, and a docstring would become its description.
+class ApprovalStatus(StrEnum):
+    PENDING = "pending"  # asked for, not yet decided: the run waits on it
+    APPROVED = "approved"  # decided yes, until its valid_until: the call with exactly its payload consumes it
+    DENIED = "denied"  # decided no: the payload stays refused
+    EXPIRED = "expired"  # not decided by its decide_by, or approved and not used in time
+    SUPERSEDED = "superseded"  # replaced by a newer proposal for the tool, or its run ended or was revised
+    USED = "used"  # consumed by the admitted call (given back if that call was never sent)

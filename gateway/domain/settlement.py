@@ -24,7 +24,7 @@ One row per kind of outcome; `sent` is told apart only where it decides somethin
 - reservation: released, every held dimension leaves `reserved`; held: an `unknown` action keeps
   its hold until it is reconciled or resolved.
 - approval: restored, the approval the call consumed is approved again while it is still valid,
-  else expired: the request never left, so nothing used it.
+  else expired (`approval_selection.restored`): the request never left, so nothing used it.
 - happened: the effect is known to have taken place. Only then is its result kept (a replay
   answers with it), a cost over the tool's `max_spend` a `budget_overrun`, and the run being
   cancelled an `effect_after_cancel`.

@@ -26,6 +26,8 @@ from gateway.catalog.catalog import Catalog, ToolSpec
 from gateway.clock import Clock, isoformat
 from gateway.domain.admission import CallFacts, dead_refusal, lease_refusal
 from gateway.domain.answers import CHECK_BACK_S, WAITING_CODES, approval_wait
+from gateway.domain.approval_selection import Call as ApprovalCall
+from gateway.domain.approval_selection import Choice, choose
 from gateway.domain.approvals import Requirement
 from gateway.domain.contract import ApprovalRule, Contract, Terms
 from gateway.domain.lease_rules import LeaseWrite, lease_rule, lease_write, renewal_due
@@ -517,39 +519,26 @@ class Gate:
         """The approval id to consume, or the result that answers the call now."""
         now = self.clock.now()
         run = info.run
-        required = Requirement.of(rule)
-        matching = [
-            a
-            for a in await self.store.approvals_for(run.run_id, spec.name, digest)
-            if a.spec_version == run.spec_version
-            and a.tool_def_sha256 == spec.definition_sha256
-            # One asked under a looser rule (the policy tightened since) is neither used nor waited on;
-            # a denial stands whatever rule it was asked under.
-            and (a.status is ApprovalStatus.DENIED or required.met_by(a.requirement))
-        ]
-        for approval in matching:
-            if approval.status is ApprovalStatus.APPROVED and (approval.valid_until or 0) > now:
-                return approval.approval_id
-        for approval in matching:
-            if approval.status is ApprovalStatus.PENDING and approval.decide_by > now:
-                return _approval_required(approval, now)
-        latest = matching[0] if matching else None
-        if latest is not None and latest.status is ApprovalStatus.DENIED:
+        call = ApprovalCall(run.spec_version, spec.definition_sha256, Requirement.of(rule))
+        chosen = choose(await self.store.approvals_for(run.run_id, spec.name, digest), call, now)
+        found = chosen.approval  # gateway/domain/approval_selection.py: the approval the choice is about
+        if found is not None and chosen.choice is Choice.USE:
+            return found.approval_id
+        if found is not None and chosen.choice is Choice.WAIT:
+            return _approval_required(found, now)
+        if found is not None and chosen.choice is Choice.DENIED:
             refusal = Refusal(
                 Code.APPROVAL_DENIED,
-                f"not executed: a person denied this exact payload (approval {latest.approval_id}"
-                + (f", note: {latest.note[:200]}" if latest.note else "")
+                f"not executed: a person denied this exact payload (approval {found.approval_id}"
+                + (f", note: {found.note[:200]}" if found.note else "")
                 + "); it stays refused: change the arguments, or ask again with warrant_propose giving evidence "
                 "and a rationale",
-                approval_id=latest.approval_id,
-                note=latest.note,
+                approval_id=found.approval_id,
+                note=found.note,
             )
             return await self._reject(info, spec.name, digest, refusal, size)
-        lapsed = latest is not None and latest.status in (
-            ApprovalStatus.EXPIRED,
-            ApprovalStatus.APPROVED,
-            ApprovalStatus.PENDING,
-        )
+        # `renew`: the newest one lapsed, and the answer names it beside the fresh one; else `request`.
+        lapsed = found if chosen.choice is Choice.RENEW else None
         request = ApprovalRequest(
             run_id=run.run_id,
             tool=spec.name,
@@ -573,16 +562,16 @@ class Gate:
             if refused.code == Code.RUN_WAITING:
                 refused = await self._waiting_refusal(info, spec.name, refused)
             return CallResult.refused(refused, pending.action_id)
-        if lapsed and latest is not None:
+        if lapsed is not None:
             fresh = pending.approval
             check_after = isoformat(min(now + CHECK_BACK_S, fresh.decide_by))
             refusal = Refusal(
                 Code.APPROVAL_EXPIRED,
-                f"not executed: approval {latest.approval_id} for this exact payload lapsed before it was used; "
+                f"not executed: approval {lapsed.approval_id} for this exact payload lapsed before it was used; "
                 f"a fresh approval {fresh.approval_id} is pending; "
                 + approval_wait(spec.name, fresh.approval_id, isoformat(fresh.decide_by), check_after),
                 approval_id=fresh.approval_id,
-                expired_approval_id=latest.approval_id,
+                expired_approval_id=lapsed.approval_id,
                 payload_sha256=digest,
                 expires_at=isoformat(fresh.decide_by),
                 check_after=check_after,

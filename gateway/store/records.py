@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from gateway.domain.admission import Reservation, RunSnapshot
 from gateway.domain.approvals import Requirement
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import ActionStatus, RunStatus
+from gateway.domain.lifecycle import ApprovalStatus as ApprovalStatus
 from gateway.domain.settlement import SettleKind as SettleKind
 from gateway.domain.settlement import Settlement as Settlement
 from gateway.errors import Code
@@ -212,15 +212,6 @@ class SettleResult:
     run: RunRecord | None  # the run after settling (None when the caller did not wait for it)
     overrun: bool = False
     after_cancel: bool = False
-
-
-class ApprovalStatus(StrEnum):
-    PENDING = "pending"
-    APPROVED = "approved"
-    DENIED = "denied"
-    EXPIRED = "expired"
-    SUPERSEDED = "superseded"
-    USED = "used"
 
 
 @dataclass(frozen=True)

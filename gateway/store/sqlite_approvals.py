@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from gateway.clock import isoformat
 from gateway.domain.admission import CallFacts, refusal_for
+from gateway.domain.approval_selection import superseded_by_request
 from gateway.domain.approvals import role_satisfies
 from gateway.domain.lifecycle import RunEvent
 from gateway.errors import Code, Conflict, Forbidden, InvalidRequest, NotFound
@@ -59,9 +60,10 @@ class ApprovalOps(SQLiteBase):
                 "AND status = 'pending' AND milestone_id IS NULL ORDER BY seq DESC LIMIT 1",
                 (run.run_id, request.tool, request.requested_by),
             ).fetchone()
-            # A pending one asked under a looser rule than the one in force is replaced like a new proposal.
-            replaced = row["approval_id"] if row is not None else existing["approval_id"] if existing else None
-            stale = existing["approval_id"] if existing is not None and existing["approval_id"] != replaced else None
+            replaced, stale = superseded_by_request(
+                existing["approval_id"] if existing is not None else None,
+                row["approval_id"] if row is not None else None,
+            )
             # A replacement is no second write while the run waits: it takes the pending one's place.
             refusal = refusal_for(run.snapshot(), replace(facts, approved=True) if replaced else facts, now)
             if refusal is not None:

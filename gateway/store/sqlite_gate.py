@@ -10,6 +10,7 @@ from typing import Any
 
 from gateway.domain import lifecycle
 from gateway.domain.admission import CallFacts, RunSnapshot, call_refusal, lease_refusal
+from gateway.domain.approval_selection import Bound, Consume, admission_check, admission_refusal, restored
 from gateway.domain.lease_rules import LeaseWrite, reestablishes
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.retention import operation_expired
@@ -18,7 +19,7 @@ from gateway.domain.units import format_money
 from gateway.errors import Code, NotFound, Refusal
 from gateway.ids import new_id
 from gateway.store.base import AdmitResult, Admitted, Held, Refused, Stale, log_if_failed
-from gateway.store.records import ActionRecord, ApprovalStatus, Intent, SettleResult
+from gateway.store.records import ActionRecord, Intent, SettleResult
 from gateway.store.sqlite_base import Conn, read_intent, wire_reservation
 from gateway.store.sqlite_leases import LeaseOps
 from gateway.store.sqlite_limits import LimitOps
@@ -40,6 +41,7 @@ _SETTLE_ANY = f"UPDATE actions SET {_OUTCOME} WHERE action_id = ?"
 # an ephemeral table, about twice the update itself), the row count says whether it was admitted.
 _SETTLE_KNOWN = f"UPDATE actions SET {_OUTCOME} WHERE action_id = ? AND status = 'admitted'"
 _SETTLE_RUN = "SELECT status, currency, head_seq, head_hash, spend_spent FROM runs WHERE run_id = ?"
+_BOUND = ("approval_id", "run_id", "tool", "payload_sha256", "spec_version", "status", "valid_until")
 _RELEASE = (
     "spend_reserved = spend_reserved - ?, tool_calls_reserved = tool_calls_reserved - ?, "
     "writes_reserved = writes_reserved - ?, spend_spent = spend_spent + ?, tool_calls_spent = tool_calls_spent + ?, "
@@ -208,35 +210,19 @@ class GateOps(LeaseOps, LimitOps):
 
     def _check_approval(self, conn: Conn, intent: Intent, run: RunSnapshot, now: float) -> Refusal | None:
         row = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (intent.approval_id,)).fetchone()
-        if (
-            row is None
-            or row["run_id"] != run.run_id
-            or row["tool"] != intent.tool
-            or (row["payload_sha256"] != intent.payload_sha256 or row["spec_version"] != run.spec_version)
-        ):
-            return Refusal(
-                Code.APPROVAL_REQUIRED,
-                "not executed: no approval binds this exact payload under the run's current contract"
-                "; call again with the same arguments: a fresh approval is asked for if one is needed",
-                tool=intent.tool,
-            )
-        if row["status"] != ApprovalStatus.APPROVED.value:
-            return Refusal(
-                Code.APPROVAL_REQUIRED,
-                f"not executed: approval {row['approval_id']} is {row['status']}, not approved; check with "
-                "warrant_status, and call again with the same arguments once it is approved",
-                approval_id=row["approval_id"],
-            )
-        if row["valid_until"] is not None and now >= row["valid_until"]:
-            conn.execute("UPDATE approvals SET status = 'expired' WHERE approval_id = ?", (row["approval_id"],))
-            self._event(conn, run.run_id, "approval_expired", now, approval_id=row["approval_id"], was="approved")
-            return Refusal(
-                Code.APPROVAL_EXPIRED,
-                f"not executed: approval {row['approval_id']} lapsed before it was used; call again with the same "
-                "arguments to ask for a fresh approval",
-                approval_id=row["approval_id"],
-            )
-        return None
+        bound = None if row is None else Bound(**{column: row[column] for column in _BOUND})
+        check = admission_check(
+            bound,
+            run_id=run.run_id,
+            tool=intent.tool,
+            payload_sha256=intent.payload_sha256,
+            spec_version=run.spec_version,
+            now=now,
+        )
+        if check is Consume.LAPSED and bound is not None:
+            conn.execute("UPDATE approvals SET status = 'expired' WHERE approval_id = ?", (bound.approval_id,))
+            self._event(conn, run.run_id, "approval_expired", now, approval_id=bound.approval_id, was="approved")
+        return admission_refusal(check, bound, intent.tool)
 
     async def record_rejection(
         self,
@@ -426,10 +412,9 @@ class GateOps(LeaseOps, LimitOps):
 
     def _restore_approval(self, conn: Conn, approval_id: str, run_id: str, now: float) -> None:
         row = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
-        if row is None or row["status"] != ApprovalStatus.USED.value:
+        status = None if row is None else restored(row["status"], row["valid_until"], now)
+        if status is None:
             return
-        still_valid = row["valid_until"] is None or now < row["valid_until"]
-        status = ApprovalStatus.APPROVED if still_valid else ApprovalStatus.EXPIRED
         conn.execute(
             "UPDATE approvals SET status = ?, action_id = NULL WHERE approval_id = ?", (status.value, approval_id)
         )
