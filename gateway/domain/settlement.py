@@ -42,9 +42,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from gateway.domain.lifecycle import ActionStatus, RunStatus
+from gateway.domain.lifecycle import ActionStatus
 from gateway.domain.units import MAX_MONEY, headroom
 from gateway.errors import Code
 
@@ -128,8 +128,9 @@ def rule_for(settlement: Settlement) -> SettleRule:
     return RULES[(settlement.kind, settlement.sent)]
 
 
-@dataclass(frozen=True)
-class SettledRow:
+# The rule's answers are NamedTuples, not frozen dataclasses: every call settles, and a tuple is
+# built in a third of the time (they are as immutable).
+class SettledRow(NamedTuple):
     """What the action row takes, whatever it held before."""
 
     status: ActionStatus
@@ -166,8 +167,7 @@ class SettlingAction(Protocol):
     def approval_id(self) -> str | None: ...
 
 
-@dataclass(frozen=True)
-class Charge:
+class Charge(NamedTuple):
     """What moves to the run's spent counters."""
 
     spend: int = 0
@@ -175,8 +175,10 @@ class Charge:
     writes: int = 0
 
 
-@dataclass(frozen=True)
-class SettleEffects:
+NO_CHARGE = Charge()
+
+
+class SettleEffects(NamedTuple):
     """What settling the action does beside its row: to the run's counters and to the ledger."""
 
     releases: bool  # the action's reservation leaves the run's `reserved`
@@ -194,14 +196,14 @@ def settle_effects(
     *,
     previous: ActionStatus,
     action: SettlingAction,
-    run_status: RunStatus,
+    run_cancelled: bool,
     spend_spent: int,
 ) -> SettleEffects:
     """The rest of the rule, once the action (moved from `previous` to `row`) and its run are read.
-    `spend_spent`: the run's spend counter before this settle."""
+    `run_cancelled`: the run's status is `cancelled`; `spend_spent`: its spend counter before this settle."""
     rule = rule_for(settlement)
     held = action.reserved
-    charge = Charge()
+    charge = NO_CHARGE
     if rule.releases:
         charge = Charge(
             # A cost already happened and is recorded whole on the action; the run's counter
@@ -219,7 +221,7 @@ def settle_effects(
         and settlement.max_spend is not None
         and row.actual_spend is not None
         and row.actual_spend > settlement.max_spend,
-        after_cancel=rule.happened and run_status is RunStatus.CANCELLED,
+        after_cancel=rule.happened and run_cancelled,
         alert=row.code == Code.UPSTREAM_UNAUTHORIZED,
     )
 

@@ -327,7 +327,7 @@ class GateOps(LeaseOps, LimitOps):
                 row_after,
                 previous=previous,
                 action=updated,
-                run_status=RunStatus(status),
+                run_cancelled=status == RunStatus.CANCELLED.value,
                 spend_spent=spend_spent,
             )
             # A read's only ledger entry: what was asked, under which lease, and how it ended.

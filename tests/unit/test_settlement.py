@@ -12,7 +12,7 @@ import pytest
 
 from gateway.adapters.base import OutcomeKind
 from gateway.domain import settlement as settlement_module
-from gateway.domain.lifecycle import ACTION_TRANSITIONS, ActionStatus, RunStatus
+from gateway.domain.lifecycle import ACTION_TRANSITIONS, ActionStatus
 from gateway.domain.settlement import (
     ENDINGS,
     RULES,
@@ -55,7 +55,7 @@ def _effects(
     action: _Action | None = None,
     *,
     previous: ActionStatus = A.ADMITTED,
-    run: RunStatus = RunStatus.RUNNING,
+    cancelled: bool = False,
     spend_spent: int = 0,
 ) -> SettleEffects:
     return settle_effects(
@@ -63,7 +63,7 @@ def _effects(
         settled_row(settlement),
         previous=previous,
         action=action or _Action(),
-        run_status=run,
+        run_cancelled=cancelled,
         spend_spent=spend_spent,
     )
 
@@ -243,10 +243,9 @@ def test_a_cost_over_the_tools_max_spend_is_an_overrun_only_when_the_effect_happ
 
 
 def test_a_success_while_the_run_is_cancelled_is_an_effect_after_cancel_and_nothing_else_is() -> None:
-    for status in RunStatus:
-        for kind in SettleKind:
-            after = _effects(Settlement(kind), run=status).after_cancel
-            assert after is (kind is S and status is RunStatus.CANCELLED)
+    for cancelled, kind in itertools.product((False, True), SettleKind):
+        after = _effects(Settlement(kind), cancelled=cancelled).after_cancel
+        assert after is (kind is S and cancelled)
 
 
 def test_a_reads_settle_from_admitted_writes_its_one_entry_and_nothing_else_does() -> None:
@@ -276,18 +275,19 @@ GRID = list(
         (A.ADMITTED, A.UNKNOWN),  # previous
         ("read", "write"),
         (None, "apr_1"),  # the approval it consumed
-        (RunStatus.RUNNING, RunStatus.CANCELLED),
+        (False, True),  # the run is cancelled
     )
 )
 
 
-@pytest.mark.parametrize(("kind", "sent", "previous", "effect", "approval", "run"), GRID)
+@pytest.mark.parametrize(("kind", "sent", "previous", "effect", "approval", "cancelled"), GRID)
 def test_the_effects_follow_the_row(
-    kind: SettleKind, sent: bool, previous: ActionStatus, effect: str, approval: str | None, run: RunStatus
+    kind: SettleKind, sent: bool, previous: ActionStatus, effect: str, approval: str | None, cancelled: bool
 ) -> None:
     held = {"spend": 500, "tool_calls": 1, "writes": int(effect == "write")}
     settlement = Settlement(kind, sent=sent, actual_spend=200, max_spend=100)
-    effects = _effects(settlement, _Action(effect, held, approval), previous=previous, run=run, spend_spent=7)
+    action = _Action(effect, held, approval)
+    effects = _effects(settlement, action, previous=previous, cancelled=cancelled, spend_spent=7)
     rule = rule_for(settlement)
     assert effects.releases is rule.releases
     if rule.releases:
@@ -298,7 +298,7 @@ def test_the_effects_follow_the_row(
         assert effects.charge == Charge()
     assert effects.restore_approval == (approval if rule.restores_approval else None)
     assert effects.overrun is rule.happened
-    assert effects.after_cancel is (rule.happened and run is RunStatus.CANCELLED)
+    assert effects.after_cancel is (rule.happened and cancelled)
     assert effects.read_entry is (effect == "read" and previous is A.ADMITTED)
 
 
