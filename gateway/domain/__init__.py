@@ -1,4 +1,4 @@
-"""The pure core: contracts, lifecycles, leases, budgets, approvals, operation ids. No I/O."""
+"""The pure core: contracts, lifecycles, leases, budgets, approvals, operation ids, the settle rule. No I/O."""
 
 from typing import TYPE_CHECKING
 
