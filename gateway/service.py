@@ -23,7 +23,7 @@ from gateway.domain.keys import ApiKey
 from gateway.domain.lifecycle import ActionStatus, RunEvent, transition
 from gateway.domain.revision import Change, Effect, classify, merge_patch, require_narrowing
 from gateway.domain.roles import permits
-from gateway.domain.settlement import SettleKind, resolved
+from gateway.domain.settlement import SettleKind, Settlement
 from gateway.domain.units import parse_money
 from gateway.errors import Code, Conflict, InvalidRequest
 from gateway.gate.pipeline import Gate
@@ -174,7 +174,7 @@ class Gateway:
                 spend = parse_money(actual_spend, run.currency)
             except ValueError as exc:
                 raise InvalidRequest(f"actual_spend: {exc}", code=Code.INVALID_REQUEST) from None
-        settlement = resolved(
+        settlement = Settlement.resolved(
             kind,
             by=principal.name,
             evidence=evidence,

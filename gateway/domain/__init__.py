@@ -21,6 +21,17 @@ if TYPE_CHECKING:
         forbidden_refusal,
         schema_refusal,
     )
+    from gateway.domain.approval_selection import (
+        ApprovalCall,
+        ApprovalChoice,
+        BoundApproval,
+        Consumption,
+        choose_approval,
+        consumable,
+        consume_refusal,
+        restored_approval,
+        superseded_by_request,
+    )
     from gateway.domain.approvals import Requirement, combine, policy_problems, role_satisfies
     from gateway.domain.checks import (
         ArtifactCheck,
@@ -61,7 +72,7 @@ if TYPE_CHECKING:
         resumed_expiry,
     )
     from gateway.domain.leases import TOKEN_PREFIX, held_token, looks_like_token, mint_token, new_salt, token_hash
-    from gateway.domain.lifecycle import ActionStatus, RunEvent, RunStatus, status_refusal, transition
+    from gateway.domain.lifecycle import ActionStatus, ApprovalStatus, RunEvent, RunStatus, status_refusal, transition
     from gateway.domain.limits import (
         CONCURRENCY_RETRY_S,
         CallLimits,
@@ -81,6 +92,7 @@ if TYPE_CHECKING:
     )
     from gateway.domain.quick_schema import compile_check
     from gateway.domain.refusals import RefusalLimits, recorded_reason, recorded_tool, refusal_scope
+    from gateway.domain.replay import Replay, ReplayCall, replay_refusal, replay_rule
     from gateway.domain.report import Charge, ChargeRecorded, Fact, ReportInputs, ToolCost, build_report, charge_tag
     from gateway.domain.retention import PURGE_BATCH, PURGEABLE, PurgeReport, PurgeScope, operation_expired
     from gateway.domain.revision import (
@@ -94,6 +106,7 @@ if TYPE_CHECKING:
         require_narrowing,
     )
     from gateway.domain.roles import ROLES, Role, permits, require
+    from gateway.domain.settlement import SettleKind, Settlement, settle_effects, settled_row
     from gateway.domain.units import (
         MAX_MONEY,
         currency_exponent,
@@ -125,9 +138,13 @@ __all__ = [
     "ActionStatus",
     "Alert",
     "ApiKeyRecord",
+    "ApprovalCall",
+    "ApprovalChoice",
     "ApprovalRule",
+    "ApprovalStatus",
     "ArtifactCheck",
     "ArtifactRef",
+    "BoundApproval",
     "CallFacts",
     "CallLimits",
     "Change",
@@ -135,6 +152,7 @@ __all__ = [
     "ChargeRecorded",
     "Check",
     "CheckResult",
+    "Consumption",
     "Contract",
     "Effect",
     "ExpressionError",
@@ -150,6 +168,8 @@ __all__ = [
     "Rate",
     "RateLimits",
     "RefusalLimits",
+    "Replay",
+    "ReplayCall",
     "ReportInputs",
     "Requirement",
     "Reservation",
@@ -159,6 +179,8 @@ __all__ = [
     "RunSnapshot",
     "RunStatus",
     "RunWatch",
+    "SettleKind",
+    "Settlement",
     "SourceRef",
     "Terms",
     "ToolCost",
@@ -172,11 +194,14 @@ __all__ = [
     "call_refusal",
     "charge_tag",
     "child_refusal",
+    "choose_approval",
     "classify",
     "combine",
     "compile_check",
     "compiled",
     "constraint_refusal",
+    "consumable",
+    "consume_refusal",
     "currency_exponent",
     "dead_refusal",
     "derive_operation_id",
@@ -222,16 +247,22 @@ __all__ = [
     "refusal_scope",
     "renewal_due",
     "repeat_operation_id",
+    "replay_refusal",
+    "replay_rule",
     "reported_money",
     "require",
     "require_narrowing",
+    "restored_approval",
     "resumed_expiry",
     "retry_after_header",
     "role_satisfies",
     "schema_refusal",
+    "settle_effects",
+    "settled_row",
     "spec_refusal",
     "status_refusal",
     "step",
+    "superseded_by_request",
     "token_hash",
     "transition",
     "valid_client_operation_id",

@@ -15,12 +15,13 @@ whatever rule it was asked under). Of those, newest first, the first row that ho
 | the newest is approved, pending or expired     | `renew`   | a fresh approval is asked for: `approval_expired`  |
 | anything else (none; superseded, used)         | `request` | a fresh approval is asked for: `approval_required` |
 
-The admit consumes the approval it was handed only if it still binds the call (`admission_check`):
+The admit consumes the approval it was handed only if it still binds the call (`consumable`):
 the same run, tool, payload and contract, approved, and not past its validity (then the admit
 marks it expired). A call consumed it and was never sent: it is given back, approved while still
-valid, else expired (`restored`). Asking for one: a pending one for the same payload asked under
-a rule as strict is answered instead; otherwise the new one supersedes the requester's pending
-proposal for the tool, and one for the same payload under a looser rule (`superseded_by_request`).
+valid, else expired (`restored_approval`). Asking for one: a pending one for the same payload
+asked under a rule as strict is answered instead; otherwise the new one supersedes the
+requester's pending proposal for the tool, and one for the same payload under a looser rule
+(`superseded_by_request`).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class ApprovalFacts(Protocol):
 A = TypeVar("A", bound=ApprovalFacts)
 
 
-class Choice(StrEnum):
+class ApprovalChoice(StrEnum):
     USE = "use"
     WAIT = "wait"
     DENIED = "denied"
@@ -66,13 +67,13 @@ class Choice(StrEnum):
 
 
 @dataclass(frozen=True)
-class Chosen(Generic[A]):
-    choice: Choice
+class ChosenApproval(Generic[A]):
+    choice: ApprovalChoice
     approval: A | None  # use, wait: the approval; denied, renew: the newest one; request: None
 
 
 @dataclass(frozen=True)
-class Call:
+class ApprovalCall:
     """The call, as the approvals that speak for it must have been asked under."""
 
     spec_version: str
@@ -80,7 +81,7 @@ class Call:
     required: Requirement
 
 
-def speaks_for(approval: ApprovalFacts, call: Call) -> bool:
+def speaks_for(approval: ApprovalFacts, call: ApprovalCall) -> bool:
     """Whether `approval` (of the call's run, tool and payload) counts for `call`: asked under the
     same contract and tool definition, and a rule at least as strict. One asked under a looser rule
     (the policy tightened since) is neither used nor waited on; a denial stands whatever rule it
@@ -118,7 +119,7 @@ def _nothing(matching: Sequence[ApprovalFacts], now: float) -> int | None:
 
 @dataclass(frozen=True)
 class ChoiceRule:
-    choice: Choice
+    choice: ApprovalChoice
     when: str  # the condition in words (the module's table)
     finds: Condition  # the approval the row is about, if the row holds (`request`: it holds when none does)
     answer: Code | None  # the code the call is answered with; None: admitted
@@ -126,35 +127,35 @@ class ChoiceRule:
 
 # In order: the first row that finds its approval decides; `request` when none does.
 CHOICE_RULES: tuple[ChoiceRule, ...] = (
-    ChoiceRule(Choice.USE, "one approved whose validity has not passed", _usable, None),
-    ChoiceRule(Choice.WAIT, "one pending whose decision time has not passed", _waiting, Code.APPROVAL_REQUIRED),
-    ChoiceRule(Choice.DENIED, "the newest is denied", _newest(ApprovalStatus.DENIED), Code.APPROVAL_DENIED),
+    ChoiceRule(ApprovalChoice.USE, "one approved whose validity has not passed", _usable, None),
+    ChoiceRule(ApprovalChoice.WAIT, "one pending whose decision time has not passed", _waiting, Code.APPROVAL_REQUIRED),
+    ChoiceRule(ApprovalChoice.DENIED, "the newest is denied", _newest(ApprovalStatus.DENIED), Code.APPROVAL_DENIED),
     ChoiceRule(
-        Choice.RENEW,
+        ApprovalChoice.RENEW,
         "the newest is approved, pending or expired",
         _newest(ApprovalStatus.APPROVED, ApprovalStatus.PENDING, ApprovalStatus.EXPIRED),
         Code.APPROVAL_EXPIRED,
     ),
-    ChoiceRule(Choice.REQUEST, "anything else (none; superseded, used)", _nothing, Code.APPROVAL_REQUIRED),
+    ChoiceRule(ApprovalChoice.REQUEST, "anything else (none; superseded, used)", _nothing, Code.APPROVAL_REQUIRED),
 )
 
 
-def choose(approvals: Sequence[A], call: Call, now: float) -> Chosen[A]:
+def choose_approval(approvals: Sequence[A], call: ApprovalCall, now: float) -> ChosenApproval[A]:
     """The approval `call` meets among `approvals` (its run's, for its tool and exact payload,
     newest first)."""
     matching = [a for a in approvals if speaks_for(a, call)]
     for rule in CHOICE_RULES:
         found = rule.finds(matching, now)
         if found is not None:
-            return Chosen(rule.choice, matching[found])
-    return Chosen(Choice.REQUEST, None)
+            return ChosenApproval(rule.choice, matching[found])
+    return ChosenApproval(ApprovalChoice.REQUEST, None)
 
 
 # -- the admit's check, and what follows a call ------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Bound:
+class BoundApproval:
     """The approval an admit was handed, as the store reads it in its transaction."""
 
     approval_id: str
@@ -166,16 +167,16 @@ class Bound:
     valid_until: float | None
 
 
-class Consume(StrEnum):
+class Consumption(StrEnum):
     CONSUME = "consume"  # the admit consumes it (marks it used by the action)
     UNBOUND = "unbound"  # refused approval_required: it does not bind this call
     NOT_APPROVED = "not_approved"  # refused approval_required: not (or no longer) approved
     LAPSED = "lapsed"  # refused approval_expired: the admit marks it expired
 
 
-def admission_check(
-    approval: Bound | None, *, run_id: str, tool: str, payload_sha256: str, spec_version: str, now: float
-) -> Consume:
+def consumable(
+    approval: BoundApproval | None, *, run_id: str, tool: str, payload_sha256: str, spec_version: str, now: float
+) -> Consumption:
     """Whether the admit of this call may consume `approval` (None: no such approval)."""
     if (
         approval is None
@@ -184,26 +185,26 @@ def admission_check(
         or approval.payload_sha256 != payload_sha256
         or approval.spec_version != spec_version
     ):
-        return Consume.UNBOUND
+        return Consumption.UNBOUND
     if approval.status != ApprovalStatus.APPROVED.value:
-        return Consume.NOT_APPROVED
+        return Consumption.NOT_APPROVED
     if approval.valid_until is not None and now >= approval.valid_until:
-        return Consume.LAPSED
-    return Consume.CONSUME
+        return Consumption.LAPSED
+    return Consumption.CONSUME
 
 
-def admission_refusal(check: Consume, approval: Bound | None, tool: str) -> Refusal | None:
+def consume_refusal(check: Consumption, approval: BoundApproval | None, tool: str) -> Refusal | None:
     """The refusal an admit answers with after `check` (None: it consumes the approval)."""
-    if check is Consume.CONSUME:
+    if check is Consumption.CONSUME:
         return None
-    if check is Consume.UNBOUND or approval is None:
+    if check is Consumption.UNBOUND or approval is None:
         return Refusal(
             Code.APPROVAL_REQUIRED,
             "not executed: no approval binds this exact payload under the run's current contract"
             "; call again with the same arguments: a fresh approval is asked for if one is needed",
             tool=tool,
         )
-    if check is Consume.NOT_APPROVED:
+    if check is Consumption.NOT_APPROVED:
         return Refusal(
             Code.APPROVAL_REQUIRED,
             f"not executed: approval {approval.approval_id} is {approval.status}, not approved; check with "
@@ -218,7 +219,7 @@ def admission_refusal(check: Consume, approval: Bound | None, tool: str) -> Refu
     )
 
 
-def restored(status: str, valid_until: float | None, now: float) -> ApprovalStatus | None:
+def restored_approval(status: str, valid_until: float | None, now: float) -> ApprovalStatus | None:
     """What an approval consumed by a call that was never sent becomes: approved again while still
     valid, else expired; None when it is not `used` (nothing to give back)."""
     if status != ApprovalStatus.USED.value:

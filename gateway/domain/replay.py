@@ -59,40 +59,40 @@ class Holder(Protocol):
 
 
 @dataclass(frozen=True)
-class Call:
+class ReplayCall:
     """The call under the held operation id."""
 
     tool: str
     payload_sha256: str
 
 
-Condition = Callable[[Holder | None, Call, bool], bool]
+Condition = Callable[[Holder | None, ReplayCall, bool], bool]
 
 
-def _free(holder: Holder | None, call: Call, expired: bool) -> bool:
+def _free(holder: Holder | None, call: ReplayCall, expired: bool) -> bool:
     return holder is None or holder.status not in HOLDS_OPERATION
 
 
-def _other_payload(holder: Holder | None, call: Call, expired: bool) -> bool:
+def _other_payload(holder: Holder | None, call: ReplayCall, expired: bool) -> bool:
     assert holder is not None
     return holder.payload_sha256 != call.payload_sha256 or holder.tool != call.tool
 
 
-def _expired(holder: Holder | None, call: Call, expired: bool) -> bool:
+def _expired(holder: Holder | None, call: ReplayCall, expired: bool) -> bool:
     return expired
 
 
-def _settled(holder: Holder | None, call: Call, expired: bool) -> bool:
+def _settled(holder: Holder | None, call: ReplayCall, expired: bool) -> bool:
     assert holder is not None
     return holder.status in (ActionStatus.SUCCEEDED, ActionStatus.COMPENSATED)
 
 
-def _in_flight(holder: Holder | None, call: Call, expired: bool) -> bool:
+def _in_flight(holder: Holder | None, call: ReplayCall, expired: bool) -> bool:
     assert holder is not None
     return holder.status is ActionStatus.ADMITTED
 
 
-def _always(holder: Holder | None, call: Call, expired: bool) -> bool:
+def _always(holder: Holder | None, call: ReplayCall, expired: bool) -> bool:
     return True
 
 
@@ -116,7 +116,7 @@ REPLAY_RULES: tuple[ReplayRule, ...] = (
 RULES: dict[Replay, ReplayRule] = {rule.decision: rule for rule in REPLAY_RULES}
 
 
-def replay_rule(holder: Holder | None, call: Call, expired: bool = False) -> ReplayRule:
+def replay_rule(holder: Holder | None, call: ReplayCall, expired: bool = False) -> ReplayRule:
     """The row a call meets whose operation id `holder` holds (`expired`: past retention.idempotency,
     as the store found it)."""
     return next(rule for rule in REPLAY_RULES if rule.condition(holder, call, expired))

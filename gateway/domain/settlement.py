@@ -1,7 +1,7 @@
 """Gate step 8 and reconciliation: how an admitted action's outcome becomes its settled state, as
 one table (`SETTLE_RULES`). Pure: no I/O, no clock; the store reads the rows, asks, writes the answer.
 
-Four places end an action, and each builds its `Settlement` here:
+Four places end an action, and each builds its `Settlement` with one constructor of it:
 
 - `dispatched`: the gate, with the adapter's outcome of the call it sent (or aborted: a hard
   cancel, a timeout and the shutdown end in `unknown` for a write, `failed` for a read);
@@ -24,7 +24,7 @@ One row per kind of outcome; `sent` is told apart only where it decides somethin
 - reservation: released, every held dimension leaves `reserved`; held: an `unknown` action keeps
   its hold until it is reconciled or resolved.
 - approval: restored, the approval the call consumed is approved again while it is still valid,
-  else expired (`approval_selection.restored`): the request never left, so nothing used it.
+  else expired (`approval_selection.restored_approval`): the request never left, so nothing used it.
 - happened: the effect is known to have taken place. Only then is its result kept (a replay
   answers with it), a cost over the tool's `max_spend` a `budget_overrun`, and the run being
   cancelled an `effect_after_cancel`.
@@ -55,6 +55,15 @@ class SettleKind(StrEnum):
     UNKNOWN = "unknown"
 
 
+# An adapter's outcome (adapters.base.OutcomeKind, by value) -> the settlement's kind and `sent`.
+ENDINGS: dict[str, tuple[SettleKind, bool]] = {
+    "succeeded": (SettleKind.SUCCEEDED, True),
+    "failed": (SettleKind.FAILED, True),
+    "not_sent": (SettleKind.FAILED, False),
+    "unknown": (SettleKind.UNKNOWN, True),
+}
+
+
 @dataclass(frozen=True)
 class Settlement:
     """How an admitted action ended, as the gate established it."""
@@ -69,6 +78,134 @@ class Settlement:
     estimate_spend: int = 0
     max_spend: int | None = None
     durable: bool = True  # fsync the commit (writes); reads may skip it
+
+    # -- one constructor per place that settles (the module's docstring) ----------------------
+
+    @classmethod
+    def dispatched(
+        cls,
+        ending: str,
+        *,
+        write: bool,
+        code: str | None = None,
+        reason: str | None = None,
+        receipt: dict[str, Any] | None = None,
+        content: list[dict[str, Any]] | None = None,
+        structured: Any = None,
+        withheld: int | None = None,
+        actual_spend: int | None = None,
+        estimate_spend: int = 0,
+        max_spend: int | None = None,
+    ) -> Settlement:
+        """The gate's: the outcome of the call it dispatched. Only a write's result is kept (a replay
+        answers with it); a read's outcome need not be durable (no replay depends on it). A result
+        over the cap (`withheld`: its size) of a write that succeeded: the write was performed, and its
+        replay shows a note instead of the result; of a read: failed `payload_too_large`, its call
+        counted (it was made)."""
+        kind, sent = ENDINGS[ending]
+        if withheld is not None and kind is SettleKind.SUCCEEDED:
+            note = {"type": "text", "text": f"[payload_too_large] the result ({withheld} bytes seen) was withheld"}
+            return cls(
+                kind=SettleKind.SUCCEEDED if write else SettleKind.FAILED,
+                sent=True,
+                code=Code.PAYLOAD_TOO_LARGE,
+                reason=f"the result ({withheld} bytes seen) is over the gateway's cap; withheld",
+                receipt=receipt,
+                result={"content": [note], "structured": None} if write else None,
+                actual_spend=actual_spend,
+                estimate_spend=estimate_spend,
+                max_spend=max_spend,
+                durable=write,
+            )
+        result = None
+        if kind is SettleKind.SUCCEEDED and write:
+            result = {"content": content if content is not None else [], "structured": structured}
+        return cls(
+            kind=kind,
+            sent=sent,
+            code=code,
+            reason=reason,
+            receipt=receipt,
+            result=result,
+            actual_spend=actual_spend,
+            estimate_spend=estimate_spend,
+            max_spend=max_spend,
+            durable=write,
+        )
+
+    @classmethod
+    def reconciled(
+        cls,
+        ending: str,
+        *,
+        code: str | None = None,
+        receipt: dict[str, Any] | None = None,
+        content: list[dict[str, Any]] | None = None,
+        structured: Any = None,
+        actual_spend: int | None = None,
+        estimate_spend: int = 0,
+        max_spend: int | None = None,
+    ) -> Settlement | None:
+        """A lookup's: what it proves of an `unknown` action, or None when it cannot tell (`unknown`):
+        only a proof moves an action out of `unknown`."""
+        kind, sent = ENDINGS[ending]
+        if kind is SettleKind.UNKNOWN:
+            return None
+        if kind is SettleKind.SUCCEEDED:
+            return cls(
+                kind=SettleKind.SUCCEEDED,
+                receipt=receipt,
+                reason="reconciled: the destination confirms it happened",
+                result={"content": content if content is not None else [], "structured": structured},
+                actual_spend=actual_spend,
+                estimate_spend=estimate_spend,
+                max_spend=max_spend,
+            )
+        return cls(
+            kind=SettleKind.FAILED,
+            sent=sent,
+            code=code,
+            reason="reconciled: the destination confirms it did not happen",
+        )
+
+    @classmethod
+    def resolved(
+        cls,
+        kind: SettleKind,
+        *,
+        by: str,
+        evidence: str,
+        receipt_id: str | None = None,
+        actual_spend: int | None = None,
+        estimate_spend: int = 0,
+    ) -> Settlement:
+        """An operator's, for an `unknown` action no lookup can settle (`succeeded` or `failed`): the
+        evidence and who gave it are the receipt and the reason, so they enter the ledger; a success
+        answers a later retry of its operation with them."""
+        receipt: dict[str, Any] = {"resolved_by": by, "evidence": evidence, "status": kind.value}
+        if receipt_id is not None:
+            receipt["id"] = receipt_id
+        text = f"{kind.value}, as resolved by {by}: {evidence}"
+        happened = kind is SettleKind.SUCCEEDED
+        return cls(
+            kind=kind,
+            sent=True,
+            code=None if happened else Code.UPSTREAM_FAILED,
+            reason=f"resolved by an operator: {text}",
+            receipt=receipt,
+            result={"content": [{"type": "text", "text": text}], "structured": {"receipt": receipt}}
+            if happened
+            else None,
+            actual_spend=actual_spend,
+            estimate_spend=estimate_spend,
+            max_spend=None,
+        )
+
+    @classmethod
+    def orphaned(cls, reason: str) -> Settlement:
+        """The sweeps': an admitted action whose outcome nobody will record (its process ended; the
+        store was restored from a backup taken while it was in flight)."""
+        return cls(kind=SettleKind.UNKNOWN, code=Code.OUTCOME_UNKNOWN, reason=reason)
 
 
 class Spend(StrEnum):
@@ -167,7 +304,7 @@ class SettlingAction(Protocol):
     def approval_id(self) -> str | None: ...
 
 
-class Charge(NamedTuple):
+class Charged(NamedTuple):
     """What moves to the run's spent counters."""
 
     spend: int = 0
@@ -175,14 +312,14 @@ class Charge(NamedTuple):
     writes: int = 0
 
 
-NO_CHARGE = Charge()
+NOTHING_CHARGED = Charged()
 
 
 class SettleEffects(NamedTuple):
     """What settling the action does beside its row: to the run's counters and to the ledger."""
 
     releases: bool  # the action's reservation leaves the run's `reserved`
-    charge: Charge
+    charge: Charged
     read_entry: bool  # a read's one ledger entry states its intent (it had no `action_admitted`)
     restore_approval: str | None  # the approval to give back, if any
     overrun: bool  # `budget_overrun`: the cost is over the tool's max_spend
@@ -203,9 +340,9 @@ def settle_effects(
     `run_cancelled`: the run's status is `cancelled`; `spend_spent`: its spend counter before this settle."""
     rule = rule_for(settlement)
     held = action.reserved
-    charge = NO_CHARGE
+    charge = NOTHING_CHARGED
     if rule.releases:
-        charge = Charge(
+        charge = Charged(
             # A cost already happened and is recorded whole on the action; the run's counter
             # saturates at MAX_MONEY instead of overflowing (a destination may report any amount).
             spend=headroom(spend_spent, row.actual_spend or 0),
@@ -224,135 +361,3 @@ def settle_effects(
         after_cancel=rule.happened and run_cancelled,
         alert=row.code == Code.UPSTREAM_UNAUTHORIZED,
     )
-
-
-# -- the settlements, one constructor per place that settles ----------------------------------
-
-# An adapter's outcome (adapters.base.OutcomeKind, by value) -> the settlement's kind and `sent`.
-ENDINGS: dict[str, tuple[SettleKind, bool]] = {
-    "succeeded": (SettleKind.SUCCEEDED, True),
-    "failed": (SettleKind.FAILED, True),
-    "not_sent": (SettleKind.FAILED, False),
-    "unknown": (SettleKind.UNKNOWN, True),
-}
-
-
-def dispatched(
-    ending: str,
-    *,
-    write: bool,
-    code: str | None = None,
-    reason: str | None = None,
-    receipt: dict[str, Any] | None = None,
-    content: list[dict[str, Any]] | None = None,
-    structured: Any = None,
-    withheld: int | None = None,
-    actual_spend: int | None = None,
-    estimate_spend: int = 0,
-    max_spend: int | None = None,
-) -> Settlement:
-    """The gate's: the outcome of the call it dispatched. Only a write's result is kept (a replay
-    answers with it); a read's outcome need not be durable (no replay depends on it). A result
-    over the cap (`withheld`: its size) of a write that succeeded: the write was performed, and its
-    replay shows a note instead of the result; of a read: failed `payload_too_large`, its call
-    counted (it was made)."""
-    kind, sent = ENDINGS[ending]
-    if withheld is not None and kind is SettleKind.SUCCEEDED:
-        note = {"type": "text", "text": f"[payload_too_large] the result ({withheld} bytes seen) was withheld"}
-        return Settlement(
-            kind=SettleKind.SUCCEEDED if write else SettleKind.FAILED,
-            sent=True,
-            code=Code.PAYLOAD_TOO_LARGE,
-            reason=f"the result ({withheld} bytes seen) is over the gateway's cap; withheld",
-            receipt=receipt,
-            result={"content": [note], "structured": None} if write else None,
-            actual_spend=actual_spend,
-            estimate_spend=estimate_spend,
-            max_spend=max_spend,
-            durable=write,
-        )
-    result = None
-    if kind is SettleKind.SUCCEEDED and write:
-        result = {"content": content if content is not None else [], "structured": structured}
-    return Settlement(
-        kind=kind,
-        sent=sent,
-        code=code,
-        reason=reason,
-        receipt=receipt,
-        result=result,
-        actual_spend=actual_spend,
-        estimate_spend=estimate_spend,
-        max_spend=max_spend,
-        durable=write,
-    )
-
-
-def reconciled(
-    ending: str,
-    *,
-    code: str | None = None,
-    receipt: dict[str, Any] | None = None,
-    content: list[dict[str, Any]] | None = None,
-    structured: Any = None,
-    actual_spend: int | None = None,
-    estimate_spend: int = 0,
-    max_spend: int | None = None,
-) -> Settlement | None:
-    """A lookup's: what it proves of an `unknown` action, or None when it cannot tell (`unknown`):
-    only a proof moves an action out of `unknown`."""
-    kind, sent = ENDINGS[ending]
-    if kind is SettleKind.UNKNOWN:
-        return None
-    if kind is SettleKind.SUCCEEDED:
-        return Settlement(
-            kind=SettleKind.SUCCEEDED,
-            receipt=receipt,
-            reason="reconciled: the destination confirms it happened",
-            result={"content": content if content is not None else [], "structured": structured},
-            actual_spend=actual_spend,
-            estimate_spend=estimate_spend,
-            max_spend=max_spend,
-        )
-    return Settlement(
-        kind=SettleKind.FAILED,
-        sent=sent,
-        code=code,
-        reason="reconciled: the destination confirms it did not happen",
-    )
-
-
-def resolved(
-    kind: SettleKind,
-    *,
-    by: str,
-    evidence: str,
-    receipt_id: str | None = None,
-    actual_spend: int | None = None,
-    estimate_spend: int = 0,
-) -> Settlement:
-    """An operator's, for an `unknown` action no lookup can settle (`succeeded` or `failed`): the
-    evidence and who gave it are the receipt and the reason, so they enter the ledger; a success
-    answers a later retry of its operation with them."""
-    receipt: dict[str, Any] = {"resolved_by": by, "evidence": evidence, "status": kind.value}
-    if receipt_id is not None:
-        receipt["id"] = receipt_id
-    text = f"{kind.value}, as resolved by {by}: {evidence}"
-    happened = kind is SettleKind.SUCCEEDED
-    return Settlement(
-        kind=kind,
-        sent=True,
-        code=None if happened else Code.UPSTREAM_FAILED,
-        reason=f"resolved by an operator: {text}",
-        receipt=receipt,
-        result={"content": [{"type": "text", "text": text}], "structured": {"receipt": receipt}} if happened else None,
-        actual_spend=actual_spend,
-        estimate_spend=estimate_spend,
-        max_spend=None,
-    )
-
-
-def orphaned(reason: str) -> Settlement:
-    """The sweeps': an admitted action whose outcome nobody will record (its process ended; the
-    store was restored from a backup taken while it was in flight)."""
-    return Settlement(kind=SettleKind.UNKNOWN, code=Code.OUTCOME_UNKNOWN, reason=reason)

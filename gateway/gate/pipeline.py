@@ -26,8 +26,7 @@ from gateway.catalog.catalog import Catalog, ToolSpec
 from gateway.clock import Clock, isoformat
 from gateway.domain.admission import CallFacts, dead_refusal, lease_refusal
 from gateway.domain.answers import CHECK_BACK_S, WAITING_CODES, approval_wait
-from gateway.domain.approval_selection import Call as ApprovalCall
-from gateway.domain.approval_selection import Choice, choose
+from gateway.domain.approval_selection import ApprovalCall, ApprovalChoice, choose_approval
 from gateway.domain.approvals import Requirement
 from gateway.domain.contract import ApprovalRule, Contract, Terms
 from gateway.domain.lease_rules import LeaseWrite, lease_rule, lease_write, renewal_due
@@ -40,9 +39,8 @@ from gateway.domain.operations import (
     repeat_operation_id,
     valid_client_operation_id,
 )
-from gateway.domain.replay import Call as ReplayCall
-from gateway.domain.replay import Replay, replay_refusal, replay_rule
-from gateway.domain.settlement import Settlement, dispatched
+from gateway.domain.replay import Replay, ReplayCall, replay_refusal, replay_rule
+from gateway.domain.settlement import Settlement
 from gateway.domain.units import format_money, parse_duration
 from gateway.errors import Code, Refusal, Unauthenticated, WarrantError
 from gateway.gate.in_flight import ABORTED_BY_CANCEL, InFlight
@@ -520,13 +518,13 @@ class Gate:
         now = self.clock.now()
         run = info.run
         call = ApprovalCall(run.spec_version, spec.definition_sha256, Requirement.of(rule))
-        chosen = choose(await self.store.approvals_for(run.run_id, spec.name, digest), call, now)
+        chosen = choose_approval(await self.store.approvals_for(run.run_id, spec.name, digest), call, now)
         found = chosen.approval  # gateway/domain/approval_selection.py: the approval the choice is about
-        if found is not None and chosen.choice is Choice.USE:
+        if found is not None and chosen.choice is ApprovalChoice.USE:
             return found.approval_id
-        if found is not None and chosen.choice is Choice.WAIT:
+        if found is not None and chosen.choice is ApprovalChoice.WAIT:
             return _approval_required(found, now)
-        if found is not None and chosen.choice is Choice.DENIED:
+        if found is not None and chosen.choice is ApprovalChoice.DENIED:
             refusal = Refusal(
                 Code.APPROVAL_DENIED,
                 f"not executed: a person denied this exact payload (approval {found.approval_id}"
@@ -538,7 +536,7 @@ class Gate:
             )
             return await self._reject(info, spec.name, digest, refusal, size)
         # `renew`: the newest one lapsed, and the answer names it beside the fresh one; else `request`.
-        lapsed = found if chosen.choice is Choice.RENEW else None
+        lapsed = found if chosen.choice is ApprovalChoice.RENEW else None
         request = ApprovalRequest(
             run_id=run.run_id,
             tool=spec.name,
@@ -907,7 +905,7 @@ def _uncertain(spec: ToolSpec, read_code: str, message: str) -> Outcome:
 
 def _settlement(spec: ToolSpec, outcome: Outcome, currency: str) -> Settlement:
     """The call's outcome as gateway/domain/settlement.py settles it."""
-    return dispatched(
+    return Settlement.dispatched(
         outcome.kind,
         write=spec.is_write,
         code=outcome.code,

@@ -11,7 +11,7 @@ import logging
 from gateway.adapters.base import CallRequest
 from gateway.catalog.catalog import Catalog
 from gateway.domain.lifecycle import ActionStatus
-from gateway.domain.settlement import reconciled
+from gateway.domain.settlement import Settlement
 from gateway.errors import Code, Conflict
 from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.base import Store
@@ -62,7 +62,7 @@ async def reconcile_action(
     if outcome is None:
         return None
     # Only a proof moves an action out of `unknown` (gateway/domain/settlement.py).
-    settlement = reconciled(
+    settlement = Settlement.reconciled(
         outcome.kind,
         code=outcome.code,
         receipt=outcome.receipt,

@@ -21,7 +21,7 @@ from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lease_rules import resumed_expiry
 from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.domain.refusals import RefusalLimits, recorded_reason, recorded_tool, refusal_scope
-from gateway.domain.settlement import orphaned, settled_row
+from gateway.domain.settlement import Settlement, settled_row
 from gateway.domain.units import format_money, headroom
 from gateway.errors import Code, InvalidRequest, NotFound, Refusal, StoreError
 from gateway.ids import new_id
@@ -300,7 +300,7 @@ class SQLiteBase:
     def _mark_unknown(self, conn: Conn, rows: list[sqlite3.Row], reason: str, now: float) -> list[str]:
         """Admitted actions (rows of action_id, run_id, process_id) whose outcome nobody will record
         become `unknown` with `reason`, in the ledger too; their reservations stay held."""
-        orphan = settled_row(orphaned(reason))  # gateway/domain/settlement.py: unknown, its hold kept
+        orphan = settled_row(Settlement.orphaned(reason))  # gateway/domain/settlement.py: unknown, its hold kept
         for row in rows:
             conn.execute(
                 "UPDATE actions SET status = ?, code = ?, reason = ?, settled_at = ? WHERE action_id = ?",

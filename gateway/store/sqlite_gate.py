@@ -10,7 +10,7 @@ from typing import Any
 
 from gateway.domain import lifecycle
 from gateway.domain.admission import CallFacts, RunSnapshot, call_refusal, lease_refusal
-from gateway.domain.approval_selection import Bound, Consume, admission_check, admission_refusal, restored
+from gateway.domain.approval_selection import BoundApproval, Consumption, consumable, consume_refusal, restored_approval
 from gateway.domain.lease_rules import LeaseWrite, reestablishes
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.retention import operation_expired
@@ -210,8 +210,8 @@ class GateOps(LeaseOps, LimitOps):
 
     def _check_approval(self, conn: Conn, intent: Intent, run: RunSnapshot, now: float) -> Refusal | None:
         row = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (intent.approval_id,)).fetchone()
-        bound = None if row is None else Bound(**{column: row[column] for column in _BOUND})
-        check = admission_check(
+        bound = None if row is None else BoundApproval(**{column: row[column] for column in _BOUND})
+        check = consumable(
             bound,
             run_id=run.run_id,
             tool=intent.tool,
@@ -219,10 +219,10 @@ class GateOps(LeaseOps, LimitOps):
             spec_version=run.spec_version,
             now=now,
         )
-        if check is Consume.LAPSED and bound is not None:
+        if check is Consumption.LAPSED and bound is not None:
             conn.execute("UPDATE approvals SET status = 'expired' WHERE approval_id = ?", (bound.approval_id,))
             self._event(conn, run.run_id, "approval_expired", now, approval_id=bound.approval_id, was="approved")
-        return admission_refusal(check, bound, intent.tool)
+        return consume_refusal(check, bound, intent.tool)
 
     async def record_rejection(
         self,
@@ -412,7 +412,7 @@ class GateOps(LeaseOps, LimitOps):
 
     def _restore_approval(self, conn: Conn, approval_id: str, run_id: str, now: float) -> None:
         row = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
-        status = None if row is None else restored(row["status"], row["valid_until"], now)
+        status = None if row is None else restored_approval(row["status"], row["valid_until"], now)
         if status is None:
             return
         conn.execute(

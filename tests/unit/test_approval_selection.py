@@ -8,28 +8,26 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from gateway.domain import approval_selection as selection_module
-from gateway.domain.approval_selection import (
-    CHOICE_RULES,
-    Bound,
-    Call,
-    Choice,
-    Chosen,
-    Consume,
-    admission_check,
-    admission_refusal,
-    choose,
-    restored,
-    speaks_for,
+from gateway.domain import (
+    ApprovalCall,
+    ApprovalChoice,
+    ApprovalStatus,
+    BoundApproval,
+    Consumption,
+    Requirement,
+    choose_approval,
+    consumable,
+    consume_refusal,
+    restored_approval,
     superseded_by_request,
 )
-from gateway.domain.approvals import Requirement
-from gateway.domain.lifecycle import ApprovalStatus
+from gateway.domain import approval_selection as selection_module
+from gateway.domain.approval_selection import CHOICE_RULES, ChosenApproval, speaks_for
 
 NOW = 1_800_000_000.0
 HOUR = 3600.0
 RULE = Requirement(role="approver", decide_within=4 * HOUR, valid_for=HOUR, on_expiry="pause")
-CALL = Call(spec_version="v1", tool_def_sha256="d" * 64, required=RULE)
+CALL = ApprovalCall(spec_version="v1", tool_def_sha256="d" * 64, required=RULE)
 St = ApprovalStatus
 
 
@@ -48,24 +46,24 @@ def _approved(approval_id: str = "apr_1", valid_until: float = NOW + HOUR) -> _A
     return _Approval(approval_id, St.APPROVED, valid_until=valid_until)
 
 
-def _choice(*approvals: _Approval, call: Call = CALL) -> tuple[Choice, str | None]:
-    chosen = choose(list(approvals), call, NOW)
+def _choice(*approvals: _Approval, call: ApprovalCall = CALL) -> tuple[ApprovalChoice, str | None]:
+    chosen = choose_approval(list(approvals), call, NOW)
     return chosen.choice, chosen.approval.approval_id if chosen.approval is not None else None
 
 
 # The table, written out again here so that it is checked, not echoed.
 EXPECTED_RULES = [
-    (Choice.USE, None),
-    (Choice.WAIT, "approval_required"),
-    (Choice.DENIED, "approval_denied"),
-    (Choice.RENEW, "approval_expired"),
-    (Choice.REQUEST, "approval_required"),
+    (ApprovalChoice.USE, None),
+    (ApprovalChoice.WAIT, "approval_required"),
+    (ApprovalChoice.DENIED, "approval_denied"),
+    (ApprovalChoice.RENEW, "approval_expired"),
+    (ApprovalChoice.REQUEST, "approval_required"),
 ]
 
 
 def test_the_choice_table_is_the_designed_one() -> None:
     assert [(rule.choice, rule.answer) for rule in CHOICE_RULES] == EXPECTED_RULES
-    assert [rule.choice for rule in CHOICE_RULES] == list(Choice)
+    assert [rule.choice for rule in CHOICE_RULES] == list(ApprovalChoice)
 
 
 def test_the_module_docstring_shows_the_same_table() -> None:
@@ -78,49 +76,49 @@ def test_the_module_docstring_shows_the_same_table() -> None:
 
 
 def test_an_approved_approval_still_valid_is_used() -> None:
-    assert _choice(_approved()) == (Choice.USE, "apr_1")
+    assert _choice(_approved()) == (ApprovalChoice.USE, "apr_1")
 
 
 def test_an_approved_one_is_used_before_a_newer_pending_one_is_waited_on() -> None:
-    assert _choice(_Approval("apr_2"), _approved("apr_1")) == (Choice.USE, "apr_1")
+    assert _choice(_Approval("apr_2"), _approved("apr_1")) == (ApprovalChoice.USE, "apr_1")
 
 
 def test_an_approval_past_its_validity_is_not_used_and_is_renewed() -> None:
-    assert _choice(_approved(valid_until=NOW)) == (Choice.RENEW, "apr_1")
+    assert _choice(_approved(valid_until=NOW)) == (ApprovalChoice.RENEW, "apr_1")
 
 
 def test_a_pending_approval_in_time_is_waited_on() -> None:
-    assert _choice(_Approval()) == (Choice.WAIT, "apr_1")
+    assert _choice(_Approval()) == (ApprovalChoice.WAIT, "apr_1")
 
 
 def test_a_pending_approval_past_its_decision_time_is_renewed() -> None:
-    assert _choice(_Approval(decide_by=NOW)) == (Choice.RENEW, "apr_1")
+    assert _choice(_Approval(decide_by=NOW)) == (ApprovalChoice.RENEW, "apr_1")
 
 
 def test_a_denial_stands_and_is_not_renewed() -> None:
-    assert _choice(_Approval(status=St.DENIED)) == (Choice.DENIED, "apr_1")
+    assert _choice(_Approval(status=St.DENIED)) == (ApprovalChoice.DENIED, "apr_1")
 
 
 def test_a_denial_stands_whatever_rule_it_was_asked_under() -> None:
     looser = replace(RULE, role="approver", valid_for=10 * HOUR)
-    assert _choice(_Approval(status=St.DENIED, requirement=looser)) == (Choice.DENIED, "apr_1")
+    assert _choice(_Approval(status=St.DENIED, requirement=looser)) == (ApprovalChoice.DENIED, "apr_1")
 
 
 def test_an_older_denial_does_not_refuse_a_newer_payloads_fresh_request() -> None:
-    assert _choice(_Approval("apr_2", St.SUPERSEDED), _Approval("apr_1", St.DENIED)) == (Choice.REQUEST, None)
+    assert _choice(_Approval("apr_2", St.SUPERSEDED), _Approval("apr_1", St.DENIED)) == (ApprovalChoice.REQUEST, None)
 
 
 def test_an_expired_approval_is_renewed() -> None:
-    assert _choice(_Approval(status=St.EXPIRED)) == (Choice.RENEW, "apr_1")
+    assert _choice(_Approval(status=St.EXPIRED)) == (ApprovalChoice.RENEW, "apr_1")
 
 
 @pytest.mark.parametrize("status", [St.SUPERSEDED, St.USED])
 def test_a_superseded_or_used_approval_leads_to_a_first_request(status: ApprovalStatus) -> None:
-    assert _choice(_Approval(status=status)) == (Choice.REQUEST, None)
+    assert _choice(_Approval(status=status)) == (ApprovalChoice.REQUEST, None)
 
 
 def test_no_approval_leads_to_a_first_request() -> None:
-    assert _choice() == (Choice.REQUEST, None)
+    assert _choice() == (ApprovalChoice.REQUEST, None)
 
 
 @pytest.mark.parametrize(
@@ -135,13 +133,13 @@ def test_no_approval_leads_to_a_first_request() -> None:
 def test_an_approval_asked_under_other_terms_is_neither_used_nor_waited_on(other: dict[str, object]) -> None:
     approved = replace(_approved(), **other)  # type: ignore[arg-type]
     assert not speaks_for(approved, CALL)
-    assert _choice(approved) == (Choice.REQUEST, None)
-    assert _choice(replace(_Approval(), **other)) == (Choice.REQUEST, None)  # type: ignore[arg-type]
+    assert _choice(approved) == (ApprovalChoice.REQUEST, None)
+    assert _choice(replace(_Approval(), **other)) == (ApprovalChoice.REQUEST, None)  # type: ignore[arg-type]
 
 
 def test_an_approval_asked_under_a_stricter_rule_speaks_for_the_call() -> None:
     stricter = replace(RULE, role="admin", valid_for=HOUR / 2)
-    assert _choice(replace(_approved(), requirement=stricter)) == (Choice.USE, "apr_1")
+    assert _choice(replace(_approved(), requirement=stricter)) == (ApprovalChoice.USE, "apr_1")
 
 
 # Every status at each time that matters, alone and under a newer one: the choice is the one the
@@ -154,20 +152,20 @@ STATES = [
 ]
 
 
-def _as_the_gate_chose(approvals: list[_Approval]) -> tuple[Choice, str | None]:
+def _as_the_gate_chose(approvals: list[_Approval]) -> tuple[ApprovalChoice, str | None]:
     matching = [a for a in approvals if speaks_for(a, CALL)]
     for a in matching:
         if a.status is St.APPROVED and (a.valid_until or 0) > NOW:
-            return Choice.USE, a.approval_id
+            return ApprovalChoice.USE, a.approval_id
     for a in matching:
         if a.status is St.PENDING and a.decide_by > NOW:
-            return Choice.WAIT, a.approval_id
+            return ApprovalChoice.WAIT, a.approval_id
     latest = matching[0] if matching else None
     if latest is not None and latest.status is St.DENIED:
-        return Choice.DENIED, latest.approval_id
+        return ApprovalChoice.DENIED, latest.approval_id
     if latest is not None and latest.status in (St.EXPIRED, St.APPROVED, St.PENDING):
-        return Choice.RENEW, latest.approval_id
-    return Choice.REQUEST, None
+        return ApprovalChoice.RENEW, latest.approval_id
+    return ApprovalChoice.REQUEST, None
 
 
 def test_every_pair_of_approvals_meets_the_choice_the_gate_made() -> None:
@@ -178,13 +176,13 @@ def test_every_pair_of_approvals_meets_the_choice_the_gate_made() -> None:
 
 def test_the_chosen_approval_is_the_callers_own_record() -> None:
     mine = _approved()
-    chosen: Chosen[_Approval] = choose([mine], CALL, NOW)
+    chosen: ChosenApproval[_Approval] = choose_approval([mine], CALL, NOW)
     assert chosen.approval is mine
 
 
 # -- the admit's check ---------------------------------------------------------------------------
 
-BOUND = Bound(
+BOUND = BoundApproval(
     approval_id="apr_1",
     run_id="run_1",
     tool="crm__create_contact",
@@ -195,8 +193,8 @@ BOUND = Bound(
 )
 
 
-def _check(bound: Bound | None, now: float = NOW) -> Consume:
-    return admission_check(
+def _check(bound: BoundApproval | None, now: float = NOW) -> Consumption:
+    return consumable(
         bound, run_id="run_1", tool="crm__create_contact", payload_sha256="a" * 64, spec_version="v1", now=now
     )
 
@@ -204,19 +202,19 @@ def _check(bound: Bound | None, now: float = NOW) -> Consume:
 @pytest.mark.parametrize(
     ("bound", "now", "expected", "code"),
     [
-        (BOUND, NOW, Consume.CONSUME, None),
-        (replace(BOUND, valid_until=None), NOW, Consume.CONSUME, None),  # no validity limit
-        (None, NOW, Consume.UNBOUND, "approval_required"),  # no such approval
-        (replace(BOUND, run_id="run_2"), NOW, Consume.UNBOUND, "approval_required"),
-        (replace(BOUND, tool="crm__delete_contact"), NOW, Consume.UNBOUND, "approval_required"),
-        (replace(BOUND, payload_sha256="b" * 64), NOW, Consume.UNBOUND, "approval_required"),
-        (replace(BOUND, spec_version="v2"), NOW, Consume.UNBOUND, "approval_required"),  # the contract moved
-        (replace(BOUND, status="used"), NOW, Consume.NOT_APPROVED, "approval_required"),  # used once already
-        (replace(BOUND, status="pending"), NOW, Consume.NOT_APPROVED, "approval_required"),
-        (replace(BOUND, status="denied"), NOW, Consume.NOT_APPROVED, "approval_required"),
-        (BOUND, NOW + HOUR, Consume.LAPSED, "approval_expired"),  # valid until, not a moment longer
-        (replace(BOUND, status="used", valid_until=NOW), NOW, Consume.NOT_APPROVED, "approval_required"),
-        (replace(BOUND, run_id="run_2", status="pending"), NOW, Consume.UNBOUND, "approval_required"),
+        (BOUND, NOW, Consumption.CONSUME, None),
+        (replace(BOUND, valid_until=None), NOW, Consumption.CONSUME, None),  # no validity limit
+        (None, NOW, Consumption.UNBOUND, "approval_required"),  # no such approval
+        (replace(BOUND, run_id="run_2"), NOW, Consumption.UNBOUND, "approval_required"),
+        (replace(BOUND, tool="crm__delete_contact"), NOW, Consumption.UNBOUND, "approval_required"),
+        (replace(BOUND, payload_sha256="b" * 64), NOW, Consumption.UNBOUND, "approval_required"),
+        (replace(BOUND, spec_version="v2"), NOW, Consumption.UNBOUND, "approval_required"),  # the contract moved
+        (replace(BOUND, status="used"), NOW, Consumption.NOT_APPROVED, "approval_required"),  # used once already
+        (replace(BOUND, status="pending"), NOW, Consumption.NOT_APPROVED, "approval_required"),
+        (replace(BOUND, status="denied"), NOW, Consumption.NOT_APPROVED, "approval_required"),
+        (BOUND, NOW + HOUR, Consumption.LAPSED, "approval_expired"),  # valid until, not a moment longer
+        (replace(BOUND, status="used", valid_until=NOW), NOW, Consumption.NOT_APPROVED, "approval_required"),
+        (replace(BOUND, run_id="run_2", status="pending"), NOW, Consumption.UNBOUND, "approval_required"),
     ],
     ids=[
         "an approval binding the call in time is consumed",
@@ -235,20 +233,20 @@ def _check(bound: Bound | None, now: float = NOW) -> Consume:
     ],
 )
 def test_the_admit_consumes_only_an_approval_that_binds_the_call_and_is_approved_in_time(
-    bound: Bound | None, now: float, expected: Consume, code: str | None
+    bound: BoundApproval | None, now: float, expected: Consumption, code: str | None
 ) -> None:
     check = _check(bound, now)
     assert check is expected
-    refusal = admission_refusal(check, bound, "crm__create_contact")
+    refusal = consume_refusal(check, bound, "crm__create_contact")
     assert (refusal.code if refusal is not None else None) == code
-    if refusal is not None and check is not Consume.UNBOUND:
+    if refusal is not None and check is not Consumption.UNBOUND:
         assert refusal.details["approval_id"] == "apr_1"
 
 
 def test_every_admit_check_has_its_answer() -> None:
-    codes = {check: admission_refusal(check, BOUND, "t") for check in Consume}
-    assert codes[Consume.CONSUME] is None
-    assert all(refusal is not None for check, refusal in codes.items() if check is not Consume.CONSUME)
+    codes = {check: consume_refusal(check, BOUND, "t") for check in Consumption}
+    assert codes[Consumption.CONSUME] is None
+    assert all(refusal is not None for check, refusal in codes.items() if check is not Consumption.CONSUME)
 
 
 # -- what follows a call --------------------------------------------------------------------------
@@ -266,7 +264,7 @@ def test_every_admit_check_has_its_answer() -> None:
 def test_a_call_never_sent_gives_its_approval_back_while_it_is_still_valid(
     status: ApprovalStatus, valid_until: float | None, expected: ApprovalStatus | None
 ) -> None:
-    assert restored(status.value, valid_until, NOW) is expected
+    assert restored_approval(status.value, valid_until, NOW) is expected
 
 
 @pytest.mark.parametrize(

@@ -8,14 +8,15 @@ from dataclasses import dataclass, replace
 
 import pytest
 
+from gateway.domain import ActionStatus, Replay, ReplayCall, operation_expired, replay_refusal, replay_rule
 from gateway.domain import replay as replay_module
-from gateway.domain.lifecycle import HOLDS_OPERATION, ActionStatus
-from gateway.domain.replay import REPLAY_RULES, RULES, Call, Replay, replay_refusal, replay_rule
-from gateway.domain.retention import REPLAYS, operation_expired
+from gateway.domain.lifecycle import HOLDS_OPERATION
+from gateway.domain.replay import REPLAY_RULES, RULES
+from gateway.domain.retention import REPLAYS
 
 NOW = 1_800_000_000.0
 DAY = 86_400.0
-CALL = Call(tool="crm__create_contact", payload_sha256="a" * 64)
+CALL = ReplayCall(tool="crm__create_contact", payload_sha256="a" * 64)
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class _Holder:
     created_at: float = NOW - 2 * DAY
 
 
-def _decision(holder: _Holder | None, call: Call = CALL, expired: bool = False) -> Replay:
+def _decision(holder: _Holder | None, call: ReplayCall = CALL, expired: bool = False) -> Replay:
     return replay_rule(holder, call, expired).decision
 
 

@@ -10,29 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from gateway.adapters.base import OutcomeKind
+from gateway.adapters import OutcomeKind
+from gateway.domain import MAX_MONEY, ActionStatus, SettleKind, Settlement, settle_effects, settled_row
 from gateway.domain import settlement as settlement_module
-from gateway.domain.lifecycle import ACTION_TRANSITIONS, ActionStatus
+from gateway.domain.lifecycle import ACTION_TRANSITIONS
 from gateway.domain.settlement import (
     ENDINGS,
     RULES,
     SETTLE_RULES,
-    Charge,
+    Charged,
     SettledRow,
     SettleEffects,
-    SettleKind,
-    Settlement,
     SettleRule,
     Spend,
-    dispatched,
-    orphaned,
-    reconciled,
-    resolved,
     rule_for,
-    settle_effects,
-    settled_row,
 )
-from gateway.domain.units import MAX_MONEY
 
 GATEWAY = Path(__file__).resolve().parents[2] / "gateway"
 S, F, U = SettleKind.SUCCEEDED, SettleKind.FAILED, SettleKind.UNKNOWN
@@ -134,7 +126,7 @@ class Case:
     sentence: str
     settlement: Settlement
     row: SettledRow
-    charge: Charge
+    charge: Charged
 
 
 CASES = [
@@ -142,67 +134,67 @@ CASES = [
         "a success with no reported cost spends the tool's estimate and charges its call and its write",
         Settlement(S, estimate_spend=300),
         SettledRow(A.SUCCEEDED, None, 300),
-        Charge(300, 1, 1),
+        Charged(300, 1, 1),
     ),
     Case(
         "a success spends what the destination reported, not the estimate",
         Settlement(S, actual_spend=120, estimate_spend=300),
         SettledRow(A.SUCCEEDED, None, 120),
-        Charge(120, 1, 1),
+        Charged(120, 1, 1),
     ),
     Case(
         "a success reported free spends nothing, whatever the estimate",
         Settlement(S, actual_spend=0, estimate_spend=300),
         SettledRow(A.SUCCEEDED, None, 0),
-        Charge(0, 1, 1),
+        Charged(0, 1, 1),
     ),
     Case(
         "a cost above what one value may hold is recorded as MAX_MONEY",
         Settlement(S, actual_spend=MAX_MONEY * 10),
         SettledRow(A.SUCCEEDED, None, MAX_MONEY),
-        Charge(MAX_MONEY, 1, 1),
+        Charged(MAX_MONEY, 1, 1),
     ),
     Case(
         "a failure that was sent spends what it reported and charges its call, never its write",
         Settlement(F, code="upstream_failed", actual_spend=40, estimate_spend=300),
         SettledRow(A.FAILED, "upstream_failed", 40),
-        Charge(40, 1, 0),
+        Charged(40, 1, 0),
     ),
     Case(
         "a failure that was sent and reported no cost spends nothing, not the estimate",
         Settlement(F, code="upstream_failed", estimate_spend=300),
         SettledRow(A.FAILED, "upstream_failed", 0),
-        Charge(0, 1, 0),
+        Charged(0, 1, 0),
     ),
     Case(
         "a call never sent spends nothing, charges nothing and is coded not_sent",
         Settlement(F, sent=False, actual_spend=40, estimate_spend=300),
         SettledRow(A.FAILED, "not_sent", 0),
-        Charge(0, 0, 0),
+        Charged(0, 0, 0),
     ),
     Case(
         "a call never sent keeps the code it was given",
         Settlement(F, sent=False, code="upstream_unavailable"),
         SettledRow(A.FAILED, "upstream_unavailable", 0),
-        Charge(0, 0, 0),
+        Charged(0, 0, 0),
     ),
     Case(
         "an unknown outcome records no spend and charges nothing: the reservation stays held",
         Settlement(U, code="outcome_unknown", actual_spend=40, estimate_spend=300),
         SettledRow(A.UNKNOWN, "outcome_unknown", None),
-        Charge(0, 0, 0),
+        Charged(0, 0, 0),
     ),
     Case(
         "an unknown outcome of a call never sent is unknown all the same",
         Settlement(U, sent=False, code="outcome_unknown"),
         SettledRow(A.UNKNOWN, "outcome_unknown", None),
-        Charge(0, 0, 0),
+        Charged(0, 0, 0),
     ),
     Case(
         "a success whose request never left is charged as a success",
         Settlement(S, sent=False, estimate_spend=300),
         SettledRow(A.SUCCEEDED, None, 300),
-        Charge(300, 1, 1),
+        Charged(300, 1, 1),
     ),
 ]
 
@@ -293,9 +285,9 @@ def test_the_effects_follow_the_row(
     if rule.releases:
         spend = settled_row(settlement).actual_spend or 0
         calls, writes = held["tool_calls"] * rule.charges_calls, held["writes"] * rule.charges_writes
-        assert effects.charge == Charge(spend, calls, writes)
+        assert effects.charge == Charged(spend, calls, writes)
     else:
-        assert effects.charge == Charge()
+        assert effects.charge == Charged()
     assert effects.restore_approval == (approval if rule.restores_approval else None)
     assert effects.overrun is rule.happened
     assert effects.after_cancel is (rule.happened and cancelled)
@@ -323,7 +315,7 @@ def test_nothing_outside_the_domain_builds_a_settlement_of_its_own() -> None:
 
 
 def test_a_dispatched_write_keeps_its_result_for_replay_and_is_durable() -> None:
-    done = dispatched(
+    done = Settlement.dispatched(
         OutcomeKind.SUCCEEDED,
         write=True,
         receipt={"id": "r1"},
@@ -345,14 +337,17 @@ def test_a_dispatched_write_keeps_its_result_for_replay_and_is_durable() -> None
 
 
 def test_a_dispatched_read_keeps_no_result_and_need_not_be_durable() -> None:
-    done = dispatched(OutcomeKind.SUCCEEDED, write=False, content=[{"type": "text", "text": "ok"}])
+    done = Settlement.dispatched(OutcomeKind.SUCCEEDED, write=False, content=[{"type": "text", "text": "ok"}])
     assert (done.kind, done.result, done.durable) == (S, None, False)
 
 
 @pytest.mark.parametrize("write", [True, False])
 def test_a_dispatched_call_never_sent_fails_unsent_and_one_that_failed_or_is_unknown_was_sent(write: bool) -> None:
-    assert (dispatched(OutcomeKind.NOT_SENT, write=write).kind, dispatched("not_sent", write=write).sent) == (F, False)
-    failed = dispatched(OutcomeKind.FAILED, write=write, code="rate_limited", reason="slow down")
+    assert (
+        Settlement.dispatched(OutcomeKind.NOT_SENT, write=write).kind,
+        Settlement.dispatched("not_sent", write=write).sent,
+    ) == (F, False)
+    failed = Settlement.dispatched(OutcomeKind.FAILED, write=write, code="rate_limited", reason="slow down")
     assert (failed.kind, failed.sent, failed.code, failed.reason, failed.result) == (
         F,
         True,
@@ -360,12 +355,12 @@ def test_a_dispatched_call_never_sent_fails_unsent_and_one_that_failed_or_is_unk
         "slow down",
         None,
     )
-    unknown = dispatched(OutcomeKind.UNKNOWN, write=write, code="outcome_unknown")
+    unknown = Settlement.dispatched(OutcomeKind.UNKNOWN, write=write, code="outcome_unknown")
     assert (unknown.kind, unknown.sent, unknown.durable) == (U, True, write)
 
 
 def test_a_withheld_result_of_a_write_succeeded_with_a_note_and_of_a_read_failed() -> None:
-    write = dispatched(OutcomeKind.SUCCEEDED, write=True, withheld=2048, receipt={"id": "r"}, actual_spend=3)
+    write = Settlement.dispatched(OutcomeKind.SUCCEEDED, write=True, withheld=2048, receipt={"id": "r"}, actual_spend=3)
     note = {"type": "text", "text": "[payload_too_large] the result (2048 bytes seen) was withheld"}
     assert write == Settlement(
         S,
@@ -375,15 +370,19 @@ def test_a_withheld_result_of_a_write_succeeded_with_a_note_and_of_a_read_failed
         result={"content": [note], "structured": None},
         actual_spend=3,
     )
-    read = dispatched(OutcomeKind.SUCCEEDED, write=False, withheld=2048)
+    read = Settlement.dispatched(OutcomeKind.SUCCEEDED, write=False, withheld=2048)
     assert (read.kind, read.sent, read.code, read.result, read.durable) == (F, True, "payload_too_large", None, False)
     assert rule_for(read).charges_calls  # the call was made: it counts
-    assert dispatched(OutcomeKind.FAILED, write=True, withheld=2048).code is None  # only a result is withheld
+    assert (
+        Settlement.dispatched(OutcomeKind.FAILED, write=True, withheld=2048).code is None
+    )  # only a result is withheld
 
 
 def test_a_lookup_that_cannot_tell_settles_nothing_and_a_proof_settles_with_its_reason() -> None:
-    assert reconciled(OutcomeKind.UNKNOWN) is None
-    happened = reconciled(OutcomeKind.SUCCEEDED, receipt={"id": "r"}, content=[], structured=None, estimate_spend=4)
+    assert Settlement.reconciled(OutcomeKind.UNKNOWN) is None
+    happened = Settlement.reconciled(
+        OutcomeKind.SUCCEEDED, receipt={"id": "r"}, content=[], structured=None, estimate_spend=4
+    )
     assert happened == Settlement(
         S,
         reason="reconciled: the destination confirms it happened",
@@ -391,16 +390,18 @@ def test_a_lookup_that_cannot_tell_settles_nothing_and_a_proof_settles_with_its_
         result={"content": [], "structured": None},
         estimate_spend=4,
     )
-    not_done = reconciled(OutcomeKind.FAILED, code="upstream_failed", actual_spend=9, receipt={"id": "r"})
+    not_done = Settlement.reconciled(OutcomeKind.FAILED, code="upstream_failed", actual_spend=9, receipt={"id": "r"})
     assert not_done == Settlement(
         F, code="upstream_failed", reason="reconciled: the destination confirms it did not happen"
     )
-    never_left = reconciled(OutcomeKind.NOT_SENT)
+    never_left = Settlement.reconciled(OutcomeKind.NOT_SENT)
     assert never_left is not None and (never_left.kind, never_left.sent) == (F, False)
 
 
 def test_an_operators_resolution_records_the_evidence_and_who_gave_it() -> None:
-    done = resolved(S, by="ops@acme", evidence="seen in the CRM", receipt_id="c-1", actual_spend=5, estimate_spend=7)
+    done = Settlement.resolved(
+        S, by="ops@acme", evidence="seen in the CRM", receipt_id="c-1", actual_spend=5, estimate_spend=7
+    )
     receipt = {"resolved_by": "ops@acme", "evidence": "seen in the CRM", "status": "succeeded", "id": "c-1"}
     text = "succeeded, as resolved by ops@acme: seen in the CRM"
     assert done == Settlement(
@@ -411,12 +412,12 @@ def test_an_operators_resolution_records_the_evidence_and_who_gave_it() -> None:
         actual_spend=5,
         estimate_spend=7,
     )
-    failed = resolved(F, by="ops@acme", evidence="not in the CRM")
+    failed = Settlement.resolved(F, by="ops@acme", evidence="not in the CRM")
     assert (failed.kind, failed.sent, failed.code, failed.result) == (F, True, "upstream_failed", None)
     assert failed.receipt == {"resolved_by": "ops@acme", "evidence": "not in the CRM", "status": "failed"}
 
 
 def test_an_orphan_becomes_unknown_and_keeps_its_hold() -> None:
-    orphan = orphaned("the process ended")
+    orphan = Settlement.orphaned("the process ended")
     assert settled_row(orphan) == SettledRow(A.UNKNOWN, "outcome_unknown", None)
     assert orphan.reason == "the process ended" and not rule_for(orphan).releases
