@@ -38,9 +38,9 @@ from gateway.clock import ManualClock
 from gateway.domain import OPERATION_ID_META, parse_contract
 from gateway.gate import META_ACTION_ID, CallResult, Gate
 from gateway.policy import ToolPolicy
-from gateway.store.base import Store
+from gateway.store.ports import Store
 from gateway.store.records import ActionRecord, ApprovalRecord, EventRecord, Principal, RunRecord
-from gateway.store.sqlite import SQLiteStore
+from gateway.store.sql.runs import SQLiteStore
 
 TENANT = "acme"
 LEDGER_KEY = b"test-ledger-key-never-used-in-production"

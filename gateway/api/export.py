@@ -16,7 +16,6 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from gateway.service import Gateway
-from gateway.store.base import Store
 from gateway.store.bundle import (
     MEDIA_TYPE,
     action_line,
@@ -26,6 +25,7 @@ from gateway.store.bundle import (
     event_line,
     header_line,
 )
+from gateway.store.ports import Store
 from gateway.store.records import Principal
 from gateway.store.reports import RunExport
 

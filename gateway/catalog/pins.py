@@ -27,7 +27,7 @@ from typing import Any
 from gateway.adapters.base import Adapter, ToolDefinition
 from gateway.catalog.catalog import Catalog, PinState, ToolSpec, exposed_name
 from gateway.errors import Code, Conflict, InvalidRequest, NotFound
-from gateway.store.base import Store
+from gateway.store.ports import Store
 from gateway.store.records import Principal, ToolPin
 
 log = logging.getLogger("warrant.pins")

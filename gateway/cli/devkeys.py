@@ -31,8 +31,8 @@ from gateway.clock import SystemClock
 from gateway.config import Settings
 from gateway.domain.keys import api_key_hash, mint_api_key
 from gateway.errors import ConfigError
-from gateway.store.base import Store
 from gateway.store.factory import open_store
+from gateway.store.ports import Store
 from gateway.store.records import Principal
 
 ENV_FILE = "dev.env"

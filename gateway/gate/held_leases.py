@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass
 
 from gateway.domain.leases import held_token, new_salt, token_hash
-from gateway.store.base import Store
+from gateway.store.ports import Store
 from gateway.store.records import Principal, RunRecord
 
 

@@ -26,7 +26,7 @@ from gateway.domain.refusals import RefusalLimits
 from gateway.errors import Code, InvalidRequest, WarrantError
 
 if TYPE_CHECKING:
-    from gateway.store.base import Store
+    from gateway.store.ports import Store
     from gateway.store.records import Principal
 
 MiB = 2**20

@@ -47,7 +47,7 @@ from gateway.observe import tracing
 from gateway.observe.metrics import Metrics
 from gateway.policy.engine import approval_rule, authority_refusal
 from gateway.safeguards import ALL_ON, Safeguards
-from gateway.store.base import Admitted, Held, Refused, Stale, Store
+from gateway.store.ports import Admitted, Held, Refused, Stale, Store
 from gateway.store.records import (
     ActionRecord,
     ApprovalRecord,

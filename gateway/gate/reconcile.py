@@ -13,7 +13,7 @@ from gateway.catalog.catalog import Catalog
 from gateway.domain.lifecycle import ActionStatus
 from gateway.errors import Code, Conflict
 from gateway.safeguards import ALL_ON, Safeguards
-from gateway.store.base import Store
+from gateway.store.ports import Store
 from gateway.store.records import ActionRecord, SettleKind, Settlement
 
 log = logging.getLogger("warrant.reconcile")

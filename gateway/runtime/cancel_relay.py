@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 
 from gateway import backoff
 from gateway.gate.pipeline import Gate
-from gateway.store.base import CancelNotices, Store
+from gateway.store.ports import CancelNotices, Store
 
 log = logging.getLogger("warrant.cancel")
 

@@ -16,7 +16,7 @@ from gateway.clock import Clock
 from gateway.domain.retention import PurgeReport, PurgeScope
 from gateway.domain.units import format_duration
 from gateway.runtime.settings import RetentionSettings
-from gateway.store.base import Store
+from gateway.store.ports import Store
 
 log = logging.getLogger("warrant.retention")
 

@@ -41,7 +41,7 @@ from gateway.runtime.retention import Purger
 from gateway.runtime.settings import WatchdogSettings, Webhook
 from gateway.runtime.webhooks import Deliverer
 from gateway.safeguards import ALL_ON, Safeguards
-from gateway.store.base import AlertDraft, RaisedAlert, Store, Sweep
+from gateway.store.ports import AlertDraft, RaisedAlert, Store, Sweep
 
 log = logging.getLogger("warrant.watchdog")
 

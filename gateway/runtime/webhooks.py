@@ -33,7 +33,7 @@ import httpx
 from gateway.backoff import JITTER, backoff_delay
 from gateway.clock import Clock
 from gateway.runtime.settings import Webhook
-from gateway.store.base import Delivery, Store
+from gateway.store.ports import Delivery, Store
 
 log = logging.getLogger("warrant.webhooks")
 

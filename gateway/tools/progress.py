@@ -29,7 +29,7 @@ from gateway.domain.checks import (
 from gateway.domain.lifecycle import RunStatus
 from gateway.errors import Code, Refusal
 from gateway.gate.pipeline import CallResult, Gate, budget_remaining
-from gateway.store.base import Refused, Store
+from gateway.store.ports import Refused, Store
 from gateway.store.progress_records import (
     CheckpointRecord,
     Invalidation,

@@ -6,7 +6,7 @@ import pytest
 
 from gateway.domain import ActionStatus, CallFacts, Reservation
 from gateway.errors import Conflict
-from gateway.store.base import Admitted, Stale
+from gateway.store.ports import Admitted, Stale
 from gateway.store.records import Intent, SettleKind, Settlement
 from tests.harness import World
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from gateway.domain.retention import PURGE_BATCH, PURGEABLE, PurgeReport, PurgeScope
 from gateway.errors import NotFound
-from gateway.store.sqlite_base import Conn, SQLiteBase
+from gateway.store.sql.base import Conn, SQLiteBase
 
 _CHUNK = 500  # placeholders per IN list
 

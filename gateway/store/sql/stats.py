@@ -15,8 +15,8 @@ from gateway.store import action_spool
 from gateway.store.action_spool import ActionSpool
 from gateway.store.chain import EntryRow, Head
 from gateway.store.reports import BY_EPOCH_SHOWN, DroppedRefusals, Gauges, HealthReport, RunExport
-from gateway.store.sqlite_base import Conn, SQLiteBase
-from gateway.store.sqlite_rows import action_from_row, run_from_row, runs_from_rows
+from gateway.store.sql.base import Conn, SQLiteBase
+from gateway.store.sql.rows import action_from_row, run_from_row, runs_from_rows
 
 _ACTIVE = tuple(s.value for s in RunStatus if not s.terminal)
 _ACTIVE_SQL = f"status IN ({', '.join('?' for _ in _ACTIVE)})"

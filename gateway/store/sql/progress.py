@@ -18,7 +18,7 @@ from gateway.domain.checks import CheckResult, milestone_status
 from gateway.domain.lifecycle import ActionStatus, RunEvent, RunStatus, status_refusal
 from gateway.errors import Code, Conflict, Forbidden, Refusal
 from gateway.ids import new_id
-from gateway.store.base import Refused
+from gateway.store.ports import Refused
 from gateway.store.progress_records import (
     CheckpointRecord,
     MilestoneRecord,
@@ -27,8 +27,8 @@ from gateway.store.progress_records import (
     RecoveryInputs,
 )
 from gateway.store.records import ActionRecord, ApprovalRecord, ApprovalStatus, Principal, RunRecord
-from gateway.store.sqlite_base import Conn, SQLiteBase
-from gateway.store.sqlite_rows import action_from_row, approval_from_row, put_blob, run_from_row
+from gateway.store.sql.base import Conn, SQLiteBase
+from gateway.store.sql.rows import action_from_row, approval_from_row, put_blob, run_from_row
 
 REVIEW_TOOL_PREFIX = "milestone:"  # a review milestone's approval is for the "tool" milestone:<id>
 

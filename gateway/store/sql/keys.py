@@ -14,8 +14,8 @@ from gateway.domain.keys import ApiKeyRecord, KeyEvent, KeyStatus
 from gateway.errors import Code, Conflict, NotFound
 from gateway.ids import new_id
 from gateway.store.records import Page, Principal
-from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
-from gateway.store.sqlite_rows import encode_cursor
+from gateway.store.sql.base import Conn, SQLiteBase, cursor_after
+from gateway.store.sql.rows import encode_cursor
 
 _VALID = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
 

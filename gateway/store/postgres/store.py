@@ -22,14 +22,14 @@ from gateway.domain.admission import CallFacts
 from gateway.domain.refusals import RefusalLimits
 from gateway.errors import StoreError
 from gateway.safeguards import ALL_ON, Safeguards
-from gateway.store.base import AdmitResult, Admitted, CancelNotices
 from gateway.store.long_reads import LONG_READS_MAX, LongReads
-from gateway.store.postgres_db import CONNECT_TIMEOUT_S, POOL_MAX, PostgresDatabase, postgres_url, redact
-from gateway.store.postgres_notices import CANCEL_CHANNEL, listen
+from gateway.store.ports import AdmitResult, Admitted, CancelNotices
+from gateway.store.postgres.db import CONNECT_TIMEOUT_S, POOL_MAX, PostgresDatabase, postgres_url, redact
+from gateway.store.postgres.notices import CANCEL_CHANNEL, listen
 from gateway.store.records import Intent
 from gateway.store.reports import HealthReport
-from gateway.store.sqlite import SQLiteStore
-from gateway.store.sqlite_base import Conn
+from gateway.store.sql.base import Conn
+from gateway.store.sql.runs import SQLiteStore
 
 T = TypeVar("T")
 log = logging.getLogger("warrant.store")

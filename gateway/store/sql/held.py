@@ -10,9 +10,9 @@ from __future__ import annotations
 from gateway.domain.leases import token_hash
 from gateway.errors import Refusal
 from gateway.store.records import HeldLease, Principal
-from gateway.store.sqlite_base import Conn
-from gateway.store.sqlite_leases import LeaseOps
-from gateway.store.sqlite_rows import run_from_row
+from gateway.store.sql.base import Conn
+from gateway.store.sql.leases import LeaseOps
+from gateway.store.sql.rows import run_from_row
 
 
 class HeldLeaseOps(LeaseOps):

@@ -16,7 +16,7 @@ from gateway.domain.retention import operation_expired
 from gateway.domain.units import MAX_MONEY, format_money, headroom
 from gateway.errors import Code, NotFound, Refusal
 from gateway.ids import new_id
-from gateway.store.base import AdmitResult, Admitted, Held, Refused, Stale, log_if_failed
+from gateway.store.ports import AdmitResult, Admitted, Held, Refused, Stale, log_if_failed
 from gateway.store.records import (
     ActionRecord,
     ApprovalStatus,
@@ -25,10 +25,10 @@ from gateway.store.records import (
     Settlement,
     SettleResult,
 )
-from gateway.store.sqlite_base import Conn, read_intent, wire_reservation
-from gateway.store.sqlite_leases import LeaseOps
-from gateway.store.sqlite_limits import LimitOps
-from gateway.store.sqlite_rows import (
+from gateway.store.sql.base import Conn, read_intent, wire_reservation
+from gateway.store.sql.leases import LeaseOps
+from gateway.store.sql.limits import LimitOps
+from gateway.store.sql.rows import (
     ACTION_COLUMNS,
     Chain,
     action_from_row,

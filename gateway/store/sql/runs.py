@@ -8,33 +8,33 @@ from typing import Any
 from gateway.domain.contract import Contract
 from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.errors import Refusal
-from gateway.store.base import Store
+from gateway.store.ports import Store
 from gateway.store.records import (
     ApprovalStatus,
     Page,
     Principal,
     RunRecord,
 )
-from gateway.store.sqlite_approvals import ApprovalOps
-from gateway.store.sqlite_audit import AuditOps
-from gateway.store.sqlite_base import Conn, cursor_after, default_process_id
-from gateway.store.sqlite_gate import GateOps
-from gateway.store.sqlite_held import HeldLeaseOps
-from gateway.store.sqlite_keys import KeyOps
-from gateway.store.sqlite_lineage import LineageOps
-from gateway.store.sqlite_oauth import OAuthOps
-from gateway.store.sqlite_progress import ProgressOps
-from gateway.store.sqlite_record import RecordOps
-from gateway.store.sqlite_restore import RestoreOps
-from gateway.store.sqlite_retention import RetentionOps
-from gateway.store.sqlite_rows import (
+from gateway.store.sql.approvals import ApprovalOps
+from gateway.store.sql.audit import AuditOps
+from gateway.store.sql.base import Conn, cursor_after, default_process_id
+from gateway.store.sql.gate import GateOps
+from gateway.store.sql.held import HeldLeaseOps
+from gateway.store.sql.keys import KeyOps
+from gateway.store.sql.lineage import LineageOps
+from gateway.store.sql.oauth import OAuthOps
+from gateway.store.sql.progress import ProgressOps
+from gateway.store.sql.record import RecordOps
+from gateway.store.sql.restore import RestoreOps
+from gateway.store.sql.retention import RetentionOps
+from gateway.store.sql.rows import (
     encode_cursor,
     run_from_row,
     runs_and_damaged,
 )
-from gateway.store.sqlite_stats import StatsOps
-from gateway.store.sqlite_usage import UsageOps
-from gateway.store.sqlite_watch import WatchOps
+from gateway.store.sql.stats import StatsOps
+from gateway.store.sql.usage import UsageOps
+from gateway.store.sql.watch import WatchOps
 
 __all__ = ["SQLiteStore", "default_process_id"]
 

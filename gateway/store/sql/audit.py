@@ -16,8 +16,8 @@ from typing import Any
 
 from gateway.errors import Code, InvalidRequest
 from gateway.store.records import ActionRecord, Page
-from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
-from gateway.store.sqlite_rows import action_from_row, encode_cursor
+from gateway.store.sql.base import Conn, SQLiteBase, cursor_after
+from gateway.store.sql.rows import action_from_row, encode_cursor
 
 MAX_SEQ = (1 << 63) - 1  # SQLite's INTEGER; a larger cursor is not one this store handed out
 

@@ -21,9 +21,9 @@ from gateway.domain.units import parse_duration
 from gateway.domain.watch import PendingApproval, RunWatch, UnknownAction
 from gateway.errors import DamagedRecord
 from gateway.ids import new_id
-from gateway.store.base import AlertDraft, Delivery, RaisedAlert, Sweep, WatchState
-from gateway.store.sqlite_base import Conn, SQLiteBase
-from gateway.store.sqlite_rows import run_from_row
+from gateway.store.ports import AlertDraft, Delivery, RaisedAlert, Sweep, WatchState
+from gateway.store.sql.base import Conn, SQLiteBase
+from gateway.store.sql.rows import run_from_row
 
 log = logging.getLogger("warrant.watchdog")
 

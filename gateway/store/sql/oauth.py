@@ -17,9 +17,9 @@ from gateway.domain.lease_rules import LeaseState, lease_rule
 from gateway.domain.leases import token_hash
 from gateway.errors import Code, Conflict, NotFound, WarrantError
 from gateway.store.records import OAuthGrant, OAuthTokenRow, OAuthTokens, Principal, RunRecord
-from gateway.store.sqlite_base import Conn
-from gateway.store.sqlite_leases import LeaseOps
-from gateway.store.sqlite_rows import run_from_row
+from gateway.store.sql.base import Conn
+from gateway.store.sql.leases import LeaseOps
+from gateway.store.sql.rows import run_from_row
 
 KEEP_USED_REFRESH = 16  # a grant's rotated refresh tokens kept to see a reuse; older ones are dropped
 

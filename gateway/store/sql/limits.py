@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from gateway.domain.admission import RunSnapshot
 from gateway.domain.limits import CONCURRENCY_RETRY_S, CallLimits, Rate, step
 from gateway.errors import Code, Refusal
-from gateway.store.sqlite_base import Conn, SQLiteBase
+from gateway.store.sql.base import Conn, SQLiteBase
 
 _TAT = "SELECT tat FROM rate_limits WHERE scope = ?"
 _SET_TAT = "INSERT INTO rate_limits (scope, tat) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET tat = excluded.tat"

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from gateway.clock import isoformat
 from gateway.domain.lifecycle import RunEvent
-from gateway.store.base import Restored
-from gateway.store.sqlite_base import Conn, SQLiteBase
-from gateway.store.sqlite_rows import run_from_row
+from gateway.store.ports import Restored
+from gateway.store.sql.base import Conn, SQLiteBase
+from gateway.store.sql.rows import run_from_row
 
 
 class RestoreOps(SQLiteBase):

@@ -16,8 +16,8 @@ from gateway.domain.leases import mint_token
 from gateway.domain.leases import token_hash as hash_token
 from gateway.errors import Code, Conflict, NotFound, Refusal
 from gateway.store.records import LeaseGrant, Principal, TokenInfo
-from gateway.store.sqlite_base import Conn, SQLiteBase
-from gateway.store.sqlite_rows import run_from_row
+from gateway.store.sql.base import Conn, SQLiteBase
+from gateway.store.sql.rows import run_from_row
 
 
 class LeaseOps(SQLiteBase):

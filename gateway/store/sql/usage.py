@@ -15,8 +15,8 @@ from gateway.domain.units import MAX_MONEY, format_money
 from gateway.errors import Code, Conflict, InvalidRequest, Refusal
 from gateway.ids import new_id
 from gateway.store.records import Principal
-from gateway.store.sqlite_base import Conn, SQLiteBase
-from gateway.store.sqlite_rows import run_from_row
+from gateway.store.sql.base import Conn, SQLiteBase
+from gateway.store.sql.rows import run_from_row
 
 _CHARGE_COLUMNS = "charge_id, run_id, kind, tag, amount, note, ref, principal, created_at"
 # The ledger entries a report reads: status changes, approvals, ended children and actions settled

@@ -11,7 +11,7 @@ from gateway.domain.approvals import role_satisfies
 from gateway.domain.lifecycle import RunEvent
 from gateway.errors import Code, Conflict, Forbidden, InvalidRequest, NotFound
 from gateway.ids import new_id
-from gateway.store.base import ApprovalPending, Refused
+from gateway.store.ports import ApprovalPending, Refused
 from gateway.store.records import (
     ApprovalRecord,
     ApprovalRequest,
@@ -19,9 +19,9 @@ from gateway.store.records import (
     Page,
     Principal,
 )
-from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
-from gateway.store.sqlite_progress import check_reviewer, review_decided
-from gateway.store.sqlite_rows import (
+from gateway.store.sql.base import Conn, SQLiteBase, cursor_after
+from gateway.store.sql.progress import check_reviewer, review_decided
+from gateway.store.sql.rows import (
     approval_from_row,
     encode_cursor,
     put_blob,

@@ -21,8 +21,8 @@ from gateway.domain.units import format_money, parse_duration
 from gateway.errors import Code, Conflict, InvalidRequest, Refusal
 from gateway.ids import new_id
 from gateway.store.records import ApprovalStatus, Principal, RunRecord
-from gateway.store.sqlite_base import Conn, SQLiteBase, wire_reservation
-from gateway.store.sqlite_rows import put_blob, run_from_row
+from gateway.store.sql.base import Conn, SQLiteBase, wire_reservation
+from gateway.store.sql.rows import put_blob, run_from_row
 
 # A successor's copy of its predecessor's milestones (migration 0007's columns). A milestone
 # waiting for its review is unverified in the successor: the review was the predecessor's.

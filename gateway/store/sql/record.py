@@ -36,8 +36,8 @@ from gateway.store.replay import (
     check_run,
     replayed,
 )
-from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
-from gateway.store.sqlite_rows import (
+from gateway.store.sql.base import Conn, SQLiteBase, cursor_after
+from gateway.store.sql.rows import (
     action_from_row,
     encode_cursor,
     event_from_row,

@@ -31,8 +31,7 @@ from gateway.store.records import (
     ApprovalStatus,
     RunRecord,
 )
-from gateway.store.sqlite_db import BUSY_TIMEOUT_S, Database
-from gateway.store.sqlite_rows import (
+from gateway.store.sql.rows import (
     RUN_STATE_COLUMNS,
     Chain,
     RunState,
@@ -42,6 +41,7 @@ from gateway.store.sqlite_rows import (
     run_from_row,
     run_state,
 )
+from gateway.store.sqlite.db import BUSY_TIMEOUT_S, Database
 
 T = TypeVar("T")
 Conn = sqlite3.Connection
@@ -352,7 +352,7 @@ class SQLiteBase:
                     refusal.code, refusal.message, dropped=Drop(run.run_id, run.tenant, epoch, "max_per_run"), **details
                 )
         if limits.rate is not None:
-            from gateway.store.sqlite_limits import take  # the rate arithmetic's one home
+            from gateway.store.sql.limits import take  # the rate arithmetic's one home
 
             refused = take(conn, [(refusal_scope(run.run_id, epoch), limits.rate)], now)
             if refused is not None:

@@ -1,0 +1,1 @@
+"""The PostgreSQL back end."""

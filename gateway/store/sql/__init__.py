@@ -1,0 +1,1 @@
+"""The transactions both back ends share."""
