@@ -26,7 +26,7 @@ from gateway.domain.refusals import RefusalLimits
 from gateway.errors import Code, InvalidRequest, WarrantError
 
 if TYPE_CHECKING:
-    from gateway.store.ports import Store
+    from gateway.store.ports import RateStore
     from gateway.store.records import Principal
 
 MiB = 2**20
@@ -79,7 +79,7 @@ def too_large(what: str, cap: int) -> InvalidRequest:
     return error.with_status(413)
 
 
-async def check_api_rate(store: Store, limits: LimitSettings, principal: Principal) -> None:
+async def check_api_rate(store: RateStore, limits: LimitSettings, principal: Principal) -> None:
     """Raises: RateLimited when the principal's tenant or key is over its rate (nothing is counted then)."""
     scopes = limits.for_api(principal)
     if not scopes:

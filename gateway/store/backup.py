@@ -36,8 +36,8 @@ from gateway.clock import SystemClock, isoformat
 from gateway.errors import ConfigError, StoreError
 from gateway.store.chain import VerifyReport
 from gateway.store.factory import open_store
-from gateway.store.ports import Restored
 from gateway.store.postgres.db import redact
+from gateway.store.records import Restored
 from gateway.store.schema import MigrationsDue
 from gateway.store.sqlite.db import BUSY_TIMEOUT_S, SCHEMA_VERSION, sqlite_path
 

@@ -23,10 +23,10 @@ from gateway.domain.refusals import RefusalLimits
 from gateway.errors import StoreError
 from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.long_reads import LONG_READS_MAX, LongReads
-from gateway.store.ports import AdmitResult, Admitted, CancelNotices
+from gateway.store.ports import CancelNotices
 from gateway.store.postgres.db import CONNECT_TIMEOUT_S, POOL_MAX, PostgresDatabase, postgres_url, redact
 from gateway.store.postgres.notices import CANCEL_CHANNEL, listen
-from gateway.store.records import Intent
+from gateway.store.records import AdmitResult, Admitted, Intent
 from gateway.store.reports import HealthReport
 from gateway.store.sql.base import Conn
 from gateway.store.sql.runs import SQLiteStore

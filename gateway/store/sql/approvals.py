@@ -11,13 +11,14 @@ from gateway.domain.approvals import role_satisfies
 from gateway.domain.lifecycle import RunEvent
 from gateway.errors import Code, Conflict, Forbidden, InvalidRequest, NotFound
 from gateway.ids import new_id
-from gateway.store.ports import ApprovalPending, Refused
 from gateway.store.records import (
+    ApprovalPending,
     ApprovalRecord,
     ApprovalRequest,
     ApprovalStatus,
     Page,
     Principal,
+    Refused,
 )
 from gateway.store.sql.base import Conn, SQLiteBase, cursor_after
 from gateway.store.sql.progress import check_reviewer, review_decided

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import secrets
 import socket
@@ -45,6 +46,7 @@ from gateway.store.sqlite.db import BUSY_TIMEOUT_S, Database
 
 T = TypeVar("T")
 Conn = sqlite3.Connection
+log = logging.getLogger("warrant.store")
 _REJECTED = "SELECT COUNT(*) FROM actions WHERE run_id = ? AND status = 'rejected'"
 _RUN_STATE_SQL = f"SELECT {RUN_STATE_COLUMNS} FROM runs WHERE run_id = ?"
 
@@ -517,3 +519,17 @@ class KnownBodies(BoundedSet[str]):
 
     def forget(self, sha256: str) -> None:
         self.discard(sha256)
+
+
+def log_if_failed(action_id: str) -> Callable[[asyncio.Future[Any]], None]:
+    """A done-callback for a settle nobody awaits: its failure must at least be logged."""
+
+    def done(future: asyncio.Future[Any]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            log.error(
+                "settling %s failed; it stays admitted until a restart marks it unknown",
+                action_id,
+                exc_info=future.exception(),
+            )
+
+    return done

@@ -16,16 +16,20 @@ from gateway.domain.retention import operation_expired
 from gateway.domain.units import MAX_MONEY, format_money, headroom
 from gateway.errors import Code, NotFound, Refusal
 from gateway.ids import new_id
-from gateway.store.ports import AdmitResult, Admitted, Held, Refused, Stale, log_if_failed
 from gateway.store.records import (
     ActionRecord,
+    AdmitResult,
+    Admitted,
     ApprovalStatus,
+    Held,
     Intent,
+    Refused,
     SettleKind,
     Settlement,
     SettleResult,
+    Stale,
 )
-from gateway.store.sql.base import Conn, read_intent, wire_reservation
+from gateway.store.sql.base import Conn, log_if_failed, read_intent, wire_reservation
 from gateway.store.sql.leases import LeaseOps
 from gateway.store.sql.limits import LimitOps
 from gateway.store.sql.rows import (

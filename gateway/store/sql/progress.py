@@ -18,7 +18,6 @@ from gateway.domain.checks import CheckResult, milestone_status
 from gateway.domain.lifecycle import ActionStatus, RunEvent, RunStatus, status_refusal
 from gateway.errors import Code, Conflict, Forbidden, Refusal
 from gateway.ids import new_id
-from gateway.store.ports import Refused
 from gateway.store.progress_records import (
     CheckpointRecord,
     MilestoneRecord,
@@ -26,7 +25,7 @@ from gateway.store.progress_records import (
     Recheck,
     RecoveryInputs,
 )
-from gateway.store.records import ActionRecord, ApprovalRecord, ApprovalStatus, Principal, RunRecord
+from gateway.store.records import ActionRecord, ApprovalRecord, ApprovalStatus, Principal, Refused, RunRecord
 from gateway.store.sql.base import Conn, SQLiteBase
 from gateway.store.sql.rows import action_from_row, approval_from_row, put_blob, run_from_row
 

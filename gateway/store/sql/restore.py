@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from gateway.clock import isoformat
 from gateway.domain.lifecycle import RunEvent
-from gateway.store.ports import Restored
+from gateway.store.records import Restored
 from gateway.store.sql.base import Conn, SQLiteBase
 from gateway.store.sql.rows import run_from_row
 

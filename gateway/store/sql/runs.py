@@ -8,7 +8,7 @@ from typing import Any
 from gateway.domain.contract import Contract
 from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.errors import Refusal
-from gateway.store.ports import Store
+from gateway.store.ports import CancelNotices, Store
 from gateway.store.records import (
     ApprovalStatus,
     Page,
@@ -155,6 +155,9 @@ class SQLiteStore(
         """Tell the other gateway processes sharing the store, at commit, that `run_id` was cancelled
         hard (their calls in flight for it are aborted: gateway/runtime/cancel_relay.py). SQLite has none:
         one server per file, and Gateway.cancel aborts this process's calls itself."""
+
+    def cancel_notices(self) -> CancelNotices | None:
+        return None  # no other process can share the file
 
     async def hard_cancelled_among(self, run_ids: Sequence[str]) -> set[str]:
         wanted = list(dict.fromkeys(run_ids))

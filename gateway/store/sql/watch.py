@@ -21,7 +21,7 @@ from gateway.domain.units import parse_duration
 from gateway.domain.watch import PendingApproval, RunWatch, UnknownAction
 from gateway.errors import DamagedRecord
 from gateway.ids import new_id
-from gateway.store.ports import AlertDraft, Delivery, RaisedAlert, Sweep, WatchState
+from gateway.store.records import AlertDraft, Delivery, RaisedAlert, Sweep, WatchState
 from gateway.store.sql.base import Conn, SQLiteBase
 from gateway.store.sql.rows import run_from_row
 
