@@ -46,7 +46,7 @@ from gateway.domain.contract import Contract
 from gateway.gate.pipeline import META_REPLAYED, Gate
 from gateway.policy.model import ToolPolicy
 from gateway.store.records import Principal
-from gateway.store.sql.runs import SQLiteStore
+from gateway.store.sqlite import SQLiteStore
 
 READ_TOOL = "bench__noop_read"
 WRITE_TOOL = "bench__noop_write"

@@ -33,7 +33,7 @@ from gateway.domain.contract import Contract
 from gateway.gate.pipeline import Gate
 from gateway.store.records import Principal
 from gateway.store.sql.rows import Chain
-from gateway.store.sql.runs import SQLiteStore
+from gateway.store.sqlite import SQLiteStore
 
 PER_TRANSACTION = 5000
 OPERATOR = Principal("bench-operator", "bench", frozenset({"admin"}))

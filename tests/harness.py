@@ -40,7 +40,7 @@ from gateway.gate import META_ACTION_ID, CallResult, Gate
 from gateway.policy import ToolPolicy
 from gateway.store.ports import Store
 from gateway.store.records import ActionRecord, ApprovalRecord, EventRecord, Principal, RunRecord
-from gateway.store.sql.runs import SQLiteStore
+from gateway.store.sqlite import SQLiteStore
 
 TENANT = "acme"
 LEDGER_KEY = b"test-ledger-key-never-used-in-production"

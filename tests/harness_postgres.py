@@ -21,7 +21,7 @@ from psycopg.rows import dict_row
 from gateway.clock import ManualClock
 from gateway.drill.postgres import process_alive
 from gateway.store.ports import Store
-from gateway.store.postgres.store import PostgresStore
+from gateway.store.postgres import PostgresStore
 from tests.harness import LEDGER_KEY, Tampering
 
 SERVER = os.environ.get("WARRANT_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432")

@@ -10,9 +10,9 @@ from gateway.domain.refusals import RefusalLimits
 from gateway.errors import ConfigError
 from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.ports import Store
+from gateway.store.postgres import PostgresStore
 from gateway.store.postgres.db import PostgresDatabase, is_postgres_url
-from gateway.store.postgres.store import PostgresStore
-from gateway.store.sql.runs import SQLiteStore
+from gateway.store.sqlite import SQLiteStore
 from gateway.store.sqlite.db import Database, ServeLock, sqlite_path
 
 

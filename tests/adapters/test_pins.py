@@ -13,7 +13,7 @@ from gateway.clock import ManualClock
 from gateway.errors import Conflict, InvalidRequest
 from gateway.policy import ToolPolicy
 from gateway.store.records import Principal, ToolPin
-from gateway.store.sql.runs import SQLiteStore
+from gateway.store.sqlite import SQLiteStore
 from tests.adapters.conftest import free_port
 from tests.harness import LEDGER_KEY
 

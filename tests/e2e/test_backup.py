@@ -22,7 +22,7 @@ import pytest
 from gateway.clock import ManualClock
 from gateway.domain import ActionStatus, RunStatus, parse_contract
 from gateway.gate import Gate
-from gateway.store.postgres.store import PostgresStore
+from gateway.store.postgres import PostgresStore
 from tests.e2e.crm_gateway import LEDGER_KEY, WAIT, Gateway, gateway
 from tests.e2e.serving import code_of, mcp_agent
 from tests.harness import CONTRACT, OPS, TENANT, Tools

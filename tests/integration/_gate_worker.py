@@ -24,7 +24,7 @@ from gateway.catalog import Catalog
 from gateway.clock import ManualClock
 from gateway.gate import META_BUDGET, Gate
 from gateway.policy import ToolPolicy
-from gateway.store.sql.runs import SQLiteStore
+from gateway.store.sqlite import SQLiteStore
 
 
 def say(message: dict[str, Any]) -> None:

@@ -19,7 +19,7 @@ from gateway.clock import ManualClock
 from gateway.runtime.settings import WatchdogSettings, Webhook
 from gateway.runtime.watchdog import Watchdog
 from gateway.runtime.webhooks import Deliverer
-from gateway.store.sql.runs import SQLiteStore
+from gateway.store.sqlite import SQLiteStore
 
 
 def say(message: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ from gateway.clock import ManualClock
 from gateway.domain import ActionStatus, parse_contract
 from gateway.gate import Gate
 from gateway.store.records import LeaseGrant, RunRecord
-from gateway.store.sql.runs import SQLiteStore
+from gateway.store.sqlite import SQLiteStore
 from tests.harness import LEDGER_KEY, OPS, TENANT, Tools, code_of, contract
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from gateway.clock import ManualClock
 from gateway.domain import parse_contract
-from gateway.store.sql.runs import SQLiteStore
+from gateway.store.sqlite import SQLiteStore
 from tests.harness import LEDGER_KEY, OPS, contract, uvicorn_serving
 from tests.integration.test_gate_processes import Worker as GateWorker
 

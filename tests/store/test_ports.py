@@ -1,15 +1,19 @@
-"""The store's ports (gateway/store/ports.py): both back ends implement every role, and `Store` is
-the roles and nothing else."""
+"""The store's ports (gateway/store/ports.py): both back ends implement every role, `Store` is the
+roles and nothing else, and the shared transactions (gateway/store/sql/) name neither driver."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+from pathlib import Path
 
 import pytest
 
+import gateway.store
 from gateway.store import ports
-from gateway.store.postgres.store import PostgresStore
-from gateway.store.sql.runs import SQLiteStore
+from gateway.store.postgres import PostgresStore
+from gateway.store.sql import SqlStore
+from gateway.store.sqlite import SQLiteStore
 from tests.harness import LEDGER_KEY, ManualClock
 
 BACK_ENDS = [SQLiteStore, PostgresStore]
@@ -49,7 +53,7 @@ def test_the_roles_are_found() -> None:
 @pytest.mark.parametrize("back_end", BACK_ENDS, ids=lambda cls: cls.__name__)
 @pytest.mark.parametrize("role", ROLES, ids=lambda role: role.__name__)
 def test_each_back_end_implements_every_method_of_every_role(back_end: type, role: type) -> None:
-    assert ports.Store in back_end.__mro__
+    assert SqlStore in back_end.__mro__ and ports.Store in back_end.__mro__
     for name in sorted(members(role)):
         owner = next((cls for cls in back_end.__mro__ if name in vars(cls)), None)
         if owner is None:  # an attribute the store sets when constructed (refusal_limits)
@@ -74,3 +78,37 @@ def test_store_is_the_union_of_the_roles_and_declares_nothing_of_its_own() -> No
     assert {name for name in vars(ports.Store) if not name.startswith("_")} == set()
     for role in roles:
         assert role in ports.Store.__mro__ or role in (ports.ReconcileStore, ports.WatchdogStore)
+
+
+def test_a_back_end_without_its_hooks_cannot_be_built() -> None:
+    """What differs per back end is an abstract hook on `SqlBase`: a back end missing one fails
+    when constructed, not when a transaction first needs it."""
+
+    class Bare(SqlStore):
+        pass
+
+    with pytest.raises(TypeError) as refused:
+        Bare(None, clock=ManualClock(), ledger_key=LEDGER_KEY)  # type: ignore[abstract,arg-type]
+    for hook in ("_aside", "_process_alive", "_announce_hard_cancel"):
+        assert hook in str(refused.value)
+
+
+def test_the_shared_transactions_import_neither_driver() -> None:
+    """gateway/store/sql/ runs over the connection protocol only: sqlite3, aiosqlite and psycopg
+    belong to the back ends."""
+    folder = Path(gateway.store.__file__).parent / "sql"
+    for path in sorted(folder.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                root = name.split(".")[0]
+                assert root not in {"sqlite3", "aiosqlite", "psycopg", "psycopg_pool"}, f"{path.name} imports {name}"
+                assert not name.startswith(("gateway.store.sqlite", "gateway.store.postgres")), (
+                    f"{path.name} imports the back end {name}"
+                )

@@ -19,9 +19,9 @@ from gateway.domain import parse_contract, token_hash
 from gateway.errors import StoreError
 from gateway.gate import Gate
 from gateway.store.factory import open_store, serving
+from gateway.store.postgres import PostgresStore
 from gateway.store.postgres import db as postgres_db
 from gateway.store.postgres.db import PostgresDatabase, Row, sql
-from gateway.store.postgres.store import PostgresStore
 from gateway.store.schema import check_migrations
 from gateway.store.sqlite import db as sqlite_db
 from tests.harness import LEDGER_KEY, OPS, Tools, code_of, contract, open_world

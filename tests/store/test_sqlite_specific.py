@@ -14,7 +14,7 @@ import pytest
 from gateway.clock import ManualClock
 from gateway.domain import parse_contract
 from gateway.errors import StoreError
-from gateway.store.sql.runs import SQLiteStore
+from gateway.store.sqlite import SQLiteStore
 from gateway.store.sqlite.db import SCHEMA_VERSION, Database, _migrations
 from tests.harness import LEDGER_KEY, OPS, TENANT, contract
 

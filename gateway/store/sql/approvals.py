@@ -1,4 +1,4 @@
-"""The SQLite store's approvals: request, decide, list."""
+"""The store's approvals: request, decide, list."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from gateway.store.records import (
     Principal,
     Refused,
 )
-from gateway.store.sql.base import Conn, SQLiteBase, cursor_after
+from gateway.store.sql.base import SqlBase, cursor_after
+from gateway.store.sql.connection import Conn
 from gateway.store.sql.progress import check_reviewer, review_decided
 from gateway.store.sql.rows import (
     approval_from_row,
@@ -30,7 +31,7 @@ from gateway.store.sql.rows import (
 )
 
 
-class ApprovalOps(SQLiteBase):
+class ApprovalOps(SqlBase):
     # -- approvals -------------------------------------------------------------------------
     async def approvals_for(self, run_id: str, tool: str, payload_sha256: str) -> list[ApprovalRecord]:
         def read(conn: Conn) -> list[ApprovalRecord]:

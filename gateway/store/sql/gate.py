@@ -1,4 +1,4 @@
-"""The SQLite store, gate steps 6 and 8: admit, settle, rejections, operations, orphans."""
+"""The store, gate steps 6 and 8: admit, settle, rejections, operations, orphans."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ from gateway.store.records import (
     SettleResult,
     Stale,
 )
-from gateway.store.sql.base import Conn, log_if_failed, read_intent, wire_reservation
+from gateway.store.sql.base import log_if_failed, read_intent, wire_reservation
+from gateway.store.sql.connection import Conn
 from gateway.store.sql.leases import LeaseOps
 from gateway.store.sql.limits import LimitOps
 from gateway.store.sql.rows import (
