@@ -6,7 +6,7 @@
     BodyCap            /mcp: a body over the cap is HTTP 413 with a JSON-RPC error, before any parsing
     cap_result         a downstream result over the cap: a read fails, a performed write is withheld
 
-Tool calls are limited inside the admit transaction (gateway/store/sqlite_limits.py), so they
+Tool calls are limited inside the admit transaction (gateway/store/sql/limits.py), so they
 cost no extra round trip; the arithmetic is gateway/domain/limits.py. docs/limits.md says what
 each limit does and why.
 """
