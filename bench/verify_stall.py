@@ -32,8 +32,8 @@ from gate import READ_TOOL, setup, speed_probe  # bench/gate.py
 from gateway.domain.contract import Contract
 from gateway.gate.pipeline import Gate
 from gateway.store.records import Principal
+from gateway.store.sql.rows import Chain
 from gateway.store.sqlite import SQLiteStore
-from gateway.store.sqlite_rows import Chain
 
 PER_TRANSACTION = 5000
 OPERATOR = Principal("bench-operator", "bench", frozenset({"admin"}))

@@ -29,7 +29,7 @@ from gateway.errors import Code, Conflict, InvalidRequest
 from gateway.gate.pipeline import Gate
 from gateway.gate.reconcile import reconcile_run
 from gateway.runtime.watchdog import Watchdog
-from gateway.store.base import Store
+from gateway.store.ports import Store
 from gateway.store.records import ActionRecord, Principal, RunRecord
 from gateway.tools.progress import Progress, recheck_view
 

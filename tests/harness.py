@@ -38,7 +38,7 @@ from gateway.clock import ManualClock
 from gateway.domain import OPERATION_ID_META, parse_contract
 from gateway.gate import META_ACTION_ID, CallResult, Gate
 from gateway.policy import ToolPolicy
-from gateway.store.base import Store
+from gateway.store import Store
 from gateway.store.records import ActionRecord, ApprovalRecord, EventRecord, Principal, RunRecord
 from gateway.store.sqlite import SQLiteStore
 

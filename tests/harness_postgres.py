@@ -20,7 +20,7 @@ from psycopg.rows import dict_row
 
 from gateway.clock import ManualClock
 from gateway.drill.postgres import process_alive
-from gateway.store.base import Store
+from gateway.store import Store
 from gateway.store.postgres import PostgresStore
 from tests.harness import LEDGER_KEY, Tampering
 

@@ -27,7 +27,7 @@ from gateway.api.routes import endpoint, query_limit, read_model
 from gateway.clock import isoformat
 from gateway.service import Gateway
 from gateway.store.records import OAuthGrant, Principal, RunRecord
-from gateway.store.sqlite_oauth import ended_reason
+from gateway.store.sql.oauth import ended_reason
 
 log = logging.getLogger("warrant.api")
 

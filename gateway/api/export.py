@@ -16,7 +16,6 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from gateway.service import Gateway
-from gateway.store.base import Store
 from gateway.store.bundle import (
     MEDIA_TYPE,
     action_line,
@@ -26,6 +25,7 @@ from gateway.store.bundle import (
     event_line,
     header_line,
 )
+from gateway.store.ports import LedgerStore
 from gateway.store.records import Principal
 from gateway.store.reports import RunExport
 
@@ -43,7 +43,7 @@ async def export_run(request: Request, principal: Principal, gateway: Gateway) -
     return StreamingResponse(lines, media_type=MEDIA_TYPE, headers=headers)
 
 
-async def bundle_lines(store: Store, snapshot: RunExport, now: float) -> AsyncIterator[str]:
+async def bundle_lines(store: LedgerStore, snapshot: RunExport, now: float) -> AsyncIterator[str]:
     """The bundle, a page of lines at a time. Closes the snapshot's spool of action rows, also
     when the stream is abandoned."""
     try:
@@ -53,7 +53,7 @@ async def bundle_lines(store: Store, snapshot: RunExport, now: float) -> AsyncIt
         snapshot.actions.close()
 
 
-async def _lines(store: Store, snapshot: RunExport, now: float) -> AsyncIterator[str]:
+async def _lines(store: LedgerStore, snapshot: RunExport, now: float) -> AsyncIterator[str]:
     run_id = snapshot.run.run_id
     yield header_line(snapshot.run, snapshot.head, now)
     upto = snapshot.head.seq if snapshot.head is not None else _NO_HEAD

@@ -27,7 +27,7 @@ from typing import Any
 from gateway.adapters.base import Adapter, ToolDefinition
 from gateway.catalog.catalog import Catalog, PinState, ToolSpec, exposed_name
 from gateway.errors import Code, Conflict, InvalidRequest, NotFound
-from gateway.store.base import Store
+from gateway.store.ports import PinStore
 from gateway.store.records import Principal, ToolPin
 
 log = logging.getLogger("warrant.pins")
@@ -56,7 +56,7 @@ def definition_of(pin: ToolPin) -> ToolDefinition:
 
 
 class Pins:
-    def __init__(self, store: Store, catalog: Catalog) -> None:
+    def __init__(self, store: PinStore, catalog: Catalog) -> None:
         self._store = store
         self._catalog = catalog
         self._pins: dict[str, ToolPin] = {}

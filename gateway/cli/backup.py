@@ -69,7 +69,7 @@ def _report(check: Check) -> int:
 
 def _backup(args: argparse.Namespace) -> int:
     from gateway.store.backup import backup_sqlite, check_backup_file, check_store, postgres_guidance
-    from gateway.store.postgres_db import is_postgres_url
+    from gateway.store.postgres.db import is_postgres_url
 
     url, key = _url_and_key(args)
     if args.check:
@@ -86,7 +86,7 @@ def _backup(args: argparse.Namespace) -> int:
 
 def _restore(args: argparse.Namespace) -> int:
     from gateway.store.backup import restore_postgres, restore_sqlite
-    from gateway.store.postgres_db import is_postgres_url
+    from gateway.store.postgres.db import is_postgres_url
 
     if not (args.database or args.config):
         raise ConfigError("name the store to restore into: --database URL (or --config F)")

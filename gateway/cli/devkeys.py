@@ -31,8 +31,8 @@ from gateway.clock import SystemClock
 from gateway.config import Settings
 from gateway.domain.keys import api_key_hash, mint_api_key
 from gateway.errors import ConfigError
-from gateway.store.base import Store
 from gateway.store.factory import open_store
+from gateway.store.ports import KeyStore
 from gateway.store.records import Principal
 
 ENV_FILE = "dev.env"
@@ -100,7 +100,7 @@ def bootstrap_principal(settings: Settings, key: str) -> Principal:
     raise ConfigError(f"{settings.path}: no admin key in api_keys takes {ADMIN}; make run needs one")
 
 
-async def ensure_stored_keys(store: Store, admin: Principal, kept: Mapping[str, str]) -> dict[str, str]:
+async def ensure_stored_keys(store: KeyStore, admin: Principal, kept: Mapping[str, str]) -> dict[str, str]:
     """Each of STORED: the kept key while the store finds it valid with its role, else a new one."""
     keys: dict[str, str] = {}
     for wanted in STORED:
@@ -119,7 +119,7 @@ async def ensure_stored_keys(store: Store, admin: Principal, kept: Mapping[str, 
     return keys
 
 
-async def _revoke_named(store: Store, admin: Principal, name: str) -> None:
+async def _revoke_named(store: KeyStore, admin: Principal, name: str) -> None:
     """A valid key under this name would keep the new one from being made (one valid key per name)."""
     now = SystemClock().now()
     cursor: str | None = None

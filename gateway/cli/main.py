@@ -146,9 +146,9 @@ def _migrate(args: argparse.Namespace) -> int:
     """Apply the store's due schema migrations (`--check`: only say whether any are due: exit 1)."""
     from gateway.config import database_of, find_config
     from gateway.store.factory import migrate, serving
-    from gateway.store.postgres_db import redact
+    from gateway.store.postgres.db import redact
     from gateway.store.schema import MigrationsDue
-    from gateway.store.sqlite_db import SCHEMA_VERSION
+    from gateway.store.sqlite.db import SCHEMA_VERSION
 
     url = args.database or database_of(find_config(args.config))
     where = redact(url)

@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass
 
 from gateway.domain.leases import held_token, new_salt, token_hash
-from gateway.store.base import Store
+from gateway.store.ports import LeaseStore
 from gateway.store.records import Principal, RunRecord
 
 
@@ -37,7 +37,7 @@ def key_sha256(api_key: str) -> str:
     return hashlib.sha256(api_key.encode("utf-8")).hexdigest()
 
 
-async def held_token_for(store: Store, principal: Principal, api_key: str, run_id: str) -> str:
+async def held_token_for(store: LeaseStore, principal: Principal, api_key: str, run_id: str) -> str:
     """The token of this key's held lease on the run, granting it on the first request (one store
     read afterwards). Raises: as `Store.hold_worker_lease`."""
     digest = key_sha256(api_key)
@@ -52,7 +52,7 @@ async def held_token_for(store: Store, principal: Principal, api_key: str, run_i
 
 
 async def hold(
-    store: Store, principal: Principal, api_key: str, run_id: str, worker: str, *, takeover: bool = False
+    store: LeaseStore, principal: Principal, api_key: str, run_id: str, worker: str, *, takeover: bool = False
 ) -> Held:
     """This key's held lease on the run as it stands (granted now if there was none, or replaced
     with `takeover`). Raises: as `Store.hold_worker_lease`."""

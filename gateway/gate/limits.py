@@ -6,7 +6,7 @@
     BodyCap            /mcp: a body over the cap is HTTP 413 with a JSON-RPC error, before any parsing
     cap_result         a downstream result over the cap: a read fails, a performed write is withheld
 
-Tool calls are limited inside the admit transaction (gateway/store/sqlite_limits.py), so they
+Tool calls are limited inside the admit transaction (gateway/store/sql/limits.py), so they
 cost no extra round trip; the arithmetic is gateway/domain/limits.py. docs/limits.md says what
 each limit does and why.
 """
@@ -26,7 +26,7 @@ from gateway.domain.refusals import RefusalLimits
 from gateway.errors import Code, InvalidRequest, WarrantError
 
 if TYPE_CHECKING:
-    from gateway.store.base import Store
+    from gateway.store.ports import RateStore
     from gateway.store.records import Principal
 
 MiB = 2**20
@@ -79,7 +79,7 @@ def too_large(what: str, cap: int) -> InvalidRequest:
     return error.with_status(413)
 
 
-async def check_api_rate(store: Store, limits: LimitSettings, principal: Principal) -> None:
+async def check_api_rate(store: RateStore, limits: LimitSettings, principal: Principal) -> None:
     """Raises: RateLimited when the principal's tenant or key is over its rate (nothing is counted then)."""
     scopes = limits.for_api(principal)
     if not scopes:

@@ -50,14 +50,18 @@ from gateway.observe import tracing
 from gateway.observe.metrics import Metrics
 from gateway.policy.engine import approval_rule, authority_refusal
 from gateway.safeguards import ALL_ON, Safeguards
-from gateway.store.base import Admitted, Held, Refused, Stale, Store
+from gateway.store.ports import Store
 from gateway.store.records import (
     ActionRecord,
+    Admitted,
     ApprovalRecord,
     ApprovalRequest,
     ApprovalStatus,
+    Held,
     Intent,
+    Refused,
     RunRecord,
+    Stale,
     TokenInfo,
 )
 from gateway.text import escape_nul

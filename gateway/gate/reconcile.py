@@ -14,14 +14,14 @@ from gateway.domain.lifecycle import ActionStatus
 from gateway.domain.settlement import Settlement
 from gateway.errors import Code, Conflict
 from gateway.safeguards import ALL_ON, Safeguards
-from gateway.store.base import Store
+from gateway.store.ports import ReconcileStore
 from gateway.store.records import ActionRecord
 
 log = logging.getLogger("warrant.reconcile")
 
 
 async def reconcile_run(
-    store: Store, catalog: Catalog, tenant: str, run_id: str, now: float, *, safeguards: Safeguards = ALL_ON
+    store: ReconcileStore, catalog: Catalog, tenant: str, run_id: str, now: float, *, safeguards: Safeguards = ALL_ON
 ) -> list[ActionRecord]:
     """Try every `unknown` action of the run once (`now`: epoch seconds); returns the actions it settled.
     `safeguards`: the drill's switches (its `during_resume` failpoint)."""
@@ -40,7 +40,7 @@ async def reconcile_run(
 
 
 async def reconcile_action(
-    store: Store, catalog: Catalog, action: ActionRecord, now: float, *, safeguards: Safeguards = ALL_ON
+    store: ReconcileStore, catalog: Catalog, action: ActionRecord, now: float, *, safeguards: Safeguards = ALL_ON
 ) -> ActionRecord | None:
     spec = catalog.get(action.tool)
     if spec is None:

@@ -40,7 +40,7 @@ from gateway.oauth.sealed import PendingRequest, seal
 from gateway.oauth.settings import OAuthSettings
 from gateway.service import Gateway
 from gateway.store.records import OAuthGrant, OAuthTokenRow, OAuthTokens, Principal
-from gateway.store.sqlite_oauth import OAuthRefused
+from gateway.store.sql.oauth import OAuthRefused
 
 SCOPES = ("mcp", "offline_access")
 CONSENT_PATH = "/console/oauth/consent"

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 
 from gateway import backoff
 from gateway.gate.pipeline import Gate
-from gateway.store.base import CancelNotices, Store
+from gateway.store.ports import CancelNotices, CancelStore
 
 log = logging.getLogger("warrant.cancel")
 
@@ -35,7 +35,7 @@ SHUTDOWN_WAIT_S = 10.0  # for aborts under way to settle their calls when the ga
 class CancelRelay:
     """Listens for hard cancels and aborts this process's calls in flight of those runs."""
 
-    def __init__(self, store: Store, gate: Gate) -> None:
+    def __init__(self, store: CancelStore, gate: Gate) -> None:
         self._store = store
         self._gate = gate
         self._aborts: set[asyncio.Task[int]] = set()
@@ -102,7 +102,7 @@ class CancelRelay:
 
 
 @contextlib.asynccontextmanager
-async def relaying(store: Store, gate: Gate) -> AsyncIterator[CancelRelay | None]:
+async def relaying(store: CancelStore, gate: Gate) -> AsyncIterator[CancelRelay | None]:
     """The relay, running while the block lasts; None (and nothing running) for a store that no
     other process shares."""
     first = store.cancel_notices()

@@ -16,7 +16,7 @@ from gateway.clock import Clock
 from gateway.domain.retention import PurgeReport, PurgeScope
 from gateway.domain.units import format_duration
 from gateway.runtime.settings import RetentionSettings
-from gateway.store.base import Store
+from gateway.store.ports import RetentionStore
 
 log = logging.getLogger("warrant.retention")
 
@@ -25,7 +25,7 @@ BY = "retention"
 
 
 class Purger:
-    def __init__(self, store: Store, clock: Clock, settings: RetentionSettings) -> None:
+    def __init__(self, store: RetentionStore, clock: Clock, settings: RetentionSettings) -> None:
         self.store = store
         self.clock = clock
         self.settings = settings

@@ -41,7 +41,8 @@ from gateway.runtime.retention import Purger
 from gateway.runtime.settings import WatchdogSettings, Webhook
 from gateway.runtime.webhooks import Deliverer
 from gateway.safeguards import ALL_ON, Safeguards
-from gateway.store.base import AlertDraft, RaisedAlert, Store, Sweep
+from gateway.store.ports import WatchdogStore
+from gateway.store.records import AlertDraft, RaisedAlert, Sweep
 
 log = logging.getLogger("warrant.watchdog")
 
@@ -63,7 +64,7 @@ class Tick:
 class Watchdog:
     def __init__(
         self,
-        store: Store,
+        store: WatchdogStore,
         clock: Clock,
         settings: WatchdogSettings,
         webhooks: Sequence[Webhook] = (),

@@ -33,7 +33,8 @@ import httpx
 from gateway.backoff import JITTER, backoff_delay
 from gateway.clock import Clock
 from gateway.runtime.settings import Webhook
-from gateway.store.base import Delivery, Store
+from gateway.store.ports import DeliveryStore
+from gateway.store.records import Delivery
 
 log = logging.getLogger("warrant.webhooks")
 
@@ -67,7 +68,7 @@ def verify(secret: bytes, body: bytes, header: str, now: float, tolerance: float
 class Deliverer:
     def __init__(
         self,
-        store: Store,
+        store: DeliveryStore,
         clock: Clock,
         webhooks: Sequence[Webhook],
         *,

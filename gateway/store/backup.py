@@ -34,12 +34,12 @@ import psycopg
 
 from gateway.clock import SystemClock, isoformat
 from gateway.errors import ConfigError, StoreError
-from gateway.store.base import Restored
 from gateway.store.chain import VerifyReport
 from gateway.store.factory import open_store
-from gateway.store.postgres_db import redact
+from gateway.store.postgres.db import redact
+from gateway.store.records import Restored
 from gateway.store.schema import MigrationsDue
-from gateway.store.sqlite_db import BUSY_TIMEOUT_S, SCHEMA_VERSION, sqlite_path
+from gateway.store.sqlite.db import BUSY_TIMEOUT_S, SCHEMA_VERSION, sqlite_path
 
 RESTORED_BY = "warrant restore"
 PG_RESTORE_TIMEOUT_S = 3600.0

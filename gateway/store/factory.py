@@ -9,11 +9,11 @@ from gateway.clock import Clock
 from gateway.domain.refusals import RefusalLimits
 from gateway.errors import ConfigError
 from gateway.safeguards import ALL_ON, Safeguards
-from gateway.store.base import Store
+from gateway.store.ports import Store
 from gateway.store.postgres import PostgresStore
-from gateway.store.postgres_db import PostgresDatabase, is_postgres_url
+from gateway.store.postgres.db import PostgresDatabase, is_postgres_url
 from gateway.store.sqlite import SQLiteStore
-from gateway.store.sqlite_db import Database, ServeLock, sqlite_path
+from gateway.store.sqlite.db import Database, ServeLock, sqlite_path
 
 
 @contextlib.asynccontextmanager

@@ -14,7 +14,8 @@ from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.lifecycle import ApprovalStatus as ApprovalStatus
 from gateway.domain.settlement import SettleKind as SettleKind
 from gateway.domain.settlement import Settlement as Settlement
-from gateway.errors import Code
+from gateway.domain.watch import Alert, RunWatch, UnknownAction
+from gateway.errors import Code, Refusal
 
 
 @dataclass(frozen=True)
@@ -326,3 +327,99 @@ class Principal:
     tenant: str
     roles: frozenset[str] = field(default_factory=frozenset)
     key_id: str | None = None  # the store's key (a lease remembers it: revoking the key ends the lease)
+
+
+# -- what admit, approvals and a restore answer ---------------------------------------------------
+@dataclass(frozen=True)
+class Admitted:
+    action: ActionRecord
+    remaining: dict[str, int]  # every budget dimension after this call's reservation
+    currency: str
+
+
+@dataclass(frozen=True)
+class Stale:
+    """The run's contract changed since the caller decided on it (a revision): decide again."""
+
+    spec_version: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The call was refused; the refusal is already recorded as a `rejected` action."""
+
+    refusal: Refusal
+    action_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Held:
+    """Another action already holds this operation id in the lineage. `expired`: it was first
+    recorded longer ago than the intent's `operation_kept_for` (retention.idempotency), by the
+    store's clock, and it is settled: the id is refused `idempotency_expired`, never replayed."""
+
+    action: ActionRecord
+    expired: bool = False
+
+
+AdmitResult = Admitted | Refused | Held | Stale
+
+
+@dataclass(frozen=True)
+class ApprovalPending:
+    approval: ApprovalRecord
+    created: bool
+    replaced: str | None = None  # the pending approval of the same tool this one superseded
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What `Store.mark_restored` did."""
+
+    taken_at: float | None  # the newest ledger entry the backup holds (None: it holds none)
+    reason: str
+    runs_paused: list[str]
+    actions_unknown: list[str]
+
+
+# -- the watchdog's records ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sweep:
+    runs_expired: list[str]
+    approvals_expired: list[str]
+    runs_paused: list[str]  # by an approval's `on_expiry: pause`
+    failed: list[str] = field(default_factory=list)  # runs the sweep passed over (a damaged row), logged
+
+
+@dataclass(frozen=True)
+class WatchState:
+    runs: list[RunWatch]
+    unknown: list[UnknownAction]
+
+
+@dataclass(frozen=True)
+class AlertDraft:
+    alert: Alert
+    targets: tuple[str, ...]  # the webhooks that take this kind
+
+
+@dataclass(frozen=True)
+class RaisedAlert:
+    alert_id: str
+    alert: Alert
+    at: float
+
+
+@dataclass(frozen=True)
+class Delivery:
+    delivery_id: str
+    target: str
+    kind: str
+    body: str  # the exact JSON to send
+    status: str  # pending delivered failed
+    attempts: int
+    max_attempts: int
+    next_at: float
+    last_error: str | None
+    created_at: float
+    done_at: float | None

@@ -86,7 +86,7 @@ class ChainState:
             self.run["status"] = RunStatus.RUNNING.value
             if isinstance(data.get("spec_version"), str):
                 self.run["spec_version"] = data["spec_version"]
-        elif kind in _RUN_STATUSES:  # every status move is chained as run_<status> (SQLiteBase._set_status)
+        elif kind in _RUN_STATUSES:  # every status move is chained as run_<status> (SqlBase._set_status)
             self.run["status"] = kind[len("run_") :]
             if kind == "run_cancelled" and not self.cancelled:  # the cancel bumps the epoch (SQLiteStore._cancel)
                 self.cancelled, self.epoch = True, self.epoch + 1

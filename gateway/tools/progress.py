@@ -29,7 +29,7 @@ from gateway.domain.checks import (
 from gateway.domain.lifecycle import RunStatus
 from gateway.errors import Code, Refusal
 from gateway.gate.pipeline import CallResult, Gate, budget_remaining
-from gateway.store.base import Refused, Store
+from gateway.store.ports import Store
 from gateway.store.progress_records import (
     CheckpointRecord,
     Invalidation,
@@ -39,7 +39,7 @@ from gateway.store.progress_records import (
     RecoveryInputs,
     ReviewRequest,
 )
-from gateway.store.records import RunRecord, TokenInfo
+from gateway.store.records import Refused, RunRecord, TokenInfo
 from gateway.tools.evidence import Fetcher, recheck_artifact, recheck_source, run_checks
 
 log = logging.getLogger("warrant.progress")

@@ -15,7 +15,7 @@ from gateway.clock import ManualClock
 from gateway.domain import ActionStatus, parse_contract
 from gateway.gate import Gate, reconcile_action, reconcile_run
 from gateway.policy import ToolPolicy
-from gateway.store.base import Store
+from gateway.store import Store
 from tests.adapters.http_world import mocked_crm
 from tests.harness import OPS, TENANT, WAIT, Backend, contract
 

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from gateway import cli
-from gateway.store.sqlite_db import _statements
+from gateway.store.sqlite.db import _statements
 from tests.api.conftest import Api
 from tests.api.test_openapi import Conformance, fetch_document
 from tests.api.test_operator_api import create_run

@@ -20,7 +20,8 @@ from starlette.routing import Route
 from gateway.runtime.settings import WatchdogSettings, Webhook
 from gateway.runtime.watchdog import Watchdog
 from gateway.runtime.webhooks import DELIVERY_HEADER, SIGNATURE_HEADER, Deliverer, sign, verify
-from gateway.store.base import RaisedAlert, Store
+from gateway.store import Store
+from gateway.store.records import RaisedAlert
 from tests.api.conftest import CONTRACT, Api
 from tests.harness import Run, World, uvicorn_serving
 

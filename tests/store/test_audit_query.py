@@ -7,7 +7,7 @@ import pytest
 from gateway.domain import parse_contract
 from gateway.errors import InvalidRequest
 from gateway.store.records import ActionRecord, Principal
-from gateway.store.sqlite_rows import encode_cursor
+from gateway.store.sql.rows import encode_cursor
 from tests.harness import TENANT, World, contract
 
 pytestmark = pytest.mark.anyio

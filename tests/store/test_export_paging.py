@@ -14,7 +14,7 @@ from gateway.store import action_spool
 from gateway.store.action_spool import ActionSpool
 from gateway.store.bundle import action_line, blob_line, end_line, entry_refs, event_line, header_line, verify_bundle
 from gateway.store.records import ActionRecord
-from gateway.store.sqlite_rows import action_from_row
+from gateway.store.sql.rows import action_from_row
 from tests.harness import LEDGER_KEY, TENANT, World, code_of
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,7 @@ from gateway.cli import main
 from gateway.clock import ManualClock
 from gateway.errors import StoreError
 from gateway.store.factory import migrate, open_store
-from gateway.store.sqlite_db import SCHEMA_VERSION, ServeLock, _migrations
+from gateway.store.sqlite.db import SCHEMA_VERSION, ServeLock, _migrations
 from tests.e2e.serving import clean_environ
 from tests.harness import LEDGER_KEY, free_port
 from tests.harness_postgres import fresh_database

@@ -524,9 +524,9 @@ def test_the_model_finds_a_store_that_skips_the_budget_check(
 ) -> None:
     """With the store's budget check sabotaged, the state machine must fail. The root budget is tight
     (two calls, one write), so a lineage passes it within a few admitted calls."""
-    import gateway.store.sqlite_gate
+    import gateway.store.sql.gate
 
-    monkeypatch.setattr(gateway.store.sqlite_gate, "call_refusal", lambda run, facts, now: None)
+    monkeypatch.setattr(gateway.store.sql.gate, "call_refusal", lambda run, facts, now: None)
     monkeypatch.setattr(sys.modules[__name__], "ROOT_BUDGETS", TIGHT)
     _finds(sqlite_files, "spent")
 

@@ -22,8 +22,8 @@ from gateway.clock import ManualClock
 from gateway.domain import ActionStatus, parse_contract
 from gateway.runtime import CancelRelay, relaying
 from gateway.service import Gateway
-from gateway.store.base import Store
-from gateway.store.postgres_notices import APPLICATION_NAME, listen
+from gateway.store import Store
+from gateway.store.postgres.notices import APPLICATION_NAME, listen
 from tests.harness import OPS, WAIT, Run, SQLiteBackend, World, code_of, open_world
 from tests.harness_postgres import PostgresBackend
 

@@ -18,11 +18,12 @@ from gateway.clock import ManualClock
 from gateway.domain import parse_contract, token_hash
 from gateway.errors import StoreError
 from gateway.gate import Gate
-from gateway.store import postgres_db, sqlite_db
 from gateway.store.factory import open_store, serving
 from gateway.store.postgres import PostgresStore
-from gateway.store.postgres_db import PostgresDatabase, Row, sql
+from gateway.store.postgres import db as postgres_db
+from gateway.store.postgres.db import PostgresDatabase, Row, sql
 from gateway.store.schema import check_migrations
+from gateway.store.sqlite import db as sqlite_db
 from tests.harness import LEDGER_KEY, OPS, Tools, code_of, contract, open_world
 from tests.harness_postgres import PostgresBackend
 
@@ -74,7 +75,7 @@ def test_a_sqlite_only_word_inside_a_literal_is_only_text() -> None:
 
 
 def test_rows_read_by_name_by_position_and_by_slice() -> None:
-    from gateway.store.postgres_db import _row_class
+    from gateway.store.postgres.db import _row_class
 
     row = _row_class(("a", "b", "a"))((1, 2, 3))
     assert isinstance(row, Row)

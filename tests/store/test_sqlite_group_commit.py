@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.store.sqlite_db import Database
+from gateway.store.sqlite import Database
 
 pytestmark = pytest.mark.anyio
 

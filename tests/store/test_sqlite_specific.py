@@ -15,7 +15,7 @@ from gateway.clock import ManualClock
 from gateway.domain import parse_contract
 from gateway.errors import StoreError
 from gateway.store.sqlite import SQLiteStore
-from gateway.store.sqlite_db import SCHEMA_VERSION, Database, _migrations
+from gateway.store.sqlite.db import SCHEMA_VERSION, Database, _migrations
 from tests.harness import LEDGER_KEY, OPS, TENANT, contract
 
 pytestmark = pytest.mark.anyio
@@ -152,7 +152,7 @@ async def test_the_aiosqlite_internals_the_store_runs_its_transactions_through_a
 
 
 def test_process_ids_differ_for_stores_opened_at_once() -> None:
-    from gateway.store.sqlite_base import default_process_id
+    from gateway.store.sql.base import default_process_id
 
     ids = {default_process_id() for _ in range(1000)}
     assert len(ids) == 1000  # not derived from the clock: one process opening two stores tells them apart
@@ -164,7 +164,7 @@ async def test_version_12_moves_an_existing_ledger_into_its_key_ordered_table_an
     path = tmp_path / "warrant.db"
     clock = ManualClock()
     # A file written by a gateway of version 11, with a ledger in it.
-    monkeypatch.setattr("gateway.store.sqlite_db._migrations", lambda: [m for m in _migrations() if m[0] <= 11])
+    monkeypatch.setattr("gateway.store.sqlite.db._migrations", lambda: [m for m in _migrations() if m[0] <= 11])
     old = SQLiteStore(str(path), clock=clock, ledger_key=LEDGER_KEY)
     await old.open()
     runs = [await old.create_run(OPS, parse_contract(contract())) for _ in range(3)]

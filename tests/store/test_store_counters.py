@@ -10,7 +10,7 @@ import pytest
 from gateway.domain import MAX_MONEY, RunStatus, parse_money
 from gateway.errors import DamagedRecord, InvalidRequest, Refusal
 from gateway.store.records import Damaged
-from gateway.store.sqlite_db import _statements
+from gateway.store.sqlite.db import _statements
 from tests.harness import OPS, TENANT, World
 
 pytestmark = pytest.mark.anyio

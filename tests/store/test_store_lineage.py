@@ -10,9 +10,8 @@ import pytest
 from gateway.domain import ActionStatus, Contract, RunStatus, build_report, merge_patch, parse_contract, token_hash
 from gateway.errors import Conflict, Forbidden, InvalidRequest, Refusal
 from gateway.gate import META_REPLAYED
-from gateway.store.base import Refused
 from gateway.store.progress_records import MilestoneSubmission
-from gateway.store.records import ApprovalStatus
+from gateway.store.records import ApprovalStatus, Refused
 from tests.harness import OPS, TENANT, Run, World, code_of, contract, op, text_of
 
 pytestmark = pytest.mark.anyio

@@ -18,10 +18,12 @@ from typing import Any, TypeVar
 import anyio
 import pytest
 
-from gateway.store import ledger_scan, sqlite_record, sqlite_stats
+from gateway.store import ledger_scan
 from gateway.store.backup import backup_sqlite
 from gateway.store.long_reads import LongReads
-from gateway.store.sqlite_db import Checkpointer
+from gateway.store.sql import record as sql_record
+from gateway.store.sql import stats as sql_stats
+from gateway.store.sqlite.db import Checkpointer
 from tests.harness import LEDGER_KEY, TENANT, WAIT, SQLiteBackend, World, code_of
 
 T = TypeVar("T")
@@ -95,7 +97,7 @@ async def test_a_read_call_completes_while_a_verify_is_still_running(
 ) -> None:
     run = await world.new_run()
     await _read_call(world, run.token)
-    with held(monkeypatch, sqlite_record, "verify_run") as hold:
+    with held(monkeypatch, sql_record, "verify_run") as hold:
         report = await call_while_held(world, hold, world.store.verify_ledger(), run.token)
     assert report.ok
 
@@ -108,7 +110,7 @@ async def test_a_verify_reads_one_snapshot_while_calls_append_to_the_chain_it_is
         await _read_call(world, run.token, q)
     await world.store.verify_ledger()  # the read settles, committed
     before = len(world.backend.events(run.run_id))
-    with held(monkeypatch, sqlite_record, "verify_run") as hold:
+    with held(monkeypatch, sql_record, "verify_run") as hold:
         verify = asyncio.ensure_future(world.store.verify_ledger())
         await hold.until_inside()  # the runs and the head are read; the entries are not yet
         for i in range(5):
@@ -156,7 +158,7 @@ async def test_concurrent_verifies_never_take_the_connections_a_call_needs(
     """On PostgreSQL each long read holds a pool connection (the test pool has four): however many
     verifies are asked for, a call still finds one."""
     run = await world.new_run()
-    with held(monkeypatch, sqlite_record, "verify_run") as hold:
+    with held(monkeypatch, sql_record, "verify_run") as hold:
         verifies = [asyncio.ensure_future(world.store.verify_ledger()) for _ in range(6)]
         await hold.until_inside()
         await _read_call(world, run.token, "beside six verifies")
@@ -173,7 +175,7 @@ async def test_a_read_call_completes_while_an_export_is_still_reading(
 ) -> None:
     run = await world.new_run()
     await world.call(run.token, "t__write", {"text": "exported"})
-    with held(monkeypatch, sqlite_stats, "action_from_row") as hold:
+    with held(monkeypatch, sql_stats, "action_from_row") as hold:
         snapshot = await call_while_held(world, hold, world.store.export_snapshot(TENANT, run.run_id), run.token)
     assert [a.tool for a in snapshot.actions][:1] == ["t__write"]
     snapshot.actions.close()
@@ -182,11 +184,11 @@ async def test_a_read_call_completes_while_an_export_is_still_reading(
 async def test_an_audit_query_that_walks_the_table_does_not_hold_up_a_call(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gateway.store import sqlite_audit
+    from gateway.store.sql import audit as sql_audit
 
     run = await world.new_run()
     await _read_call(world, run.token)
-    with held(monkeypatch, sqlite_audit, "action_from_row") as hold:
+    with held(monkeypatch, sql_audit, "action_from_row") as hold:
         page = await call_while_held(world, hold, world.store.audit_actions(TENANT, tool="t__read"), run.token)
     assert page.items
 
@@ -219,7 +221,7 @@ async def test_a_wal_restart_waits_for_a_long_read_to_end_instead_of_stalling_wr
     checkpointer._restart_at = 0  # every round restarts the WAL
     checkpointer._every = 1
     run = await world.new_run()
-    with held(monkeypatch, sqlite_record, "verify_run") as hold:
+    with held(monkeypatch, sql_record, "verify_run") as hold:
         verify = asyncio.ensure_future(world.store.verify_ledger())
         await hold.until_inside()
         for i in range(20):

@@ -6,8 +6,7 @@ import pytest
 
 from gateway.domain import ActionStatus, CallFacts, Reservation
 from gateway.errors import Conflict
-from gateway.store.base import Admitted, Stale
-from gateway.store.records import Intent, SettleKind, Settlement
+from gateway.store.records import Admitted, Intent, SettleKind, Settlement, Stale
 from tests.harness import World
 
 pytestmark = pytest.mark.anyio

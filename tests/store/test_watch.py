@@ -9,8 +9,7 @@ import pytest
 
 from gateway.domain import Alert, RunStatus, parse_contract
 from gateway.domain.watch import run_alerts
-from gateway.store.base import AlertDraft
-from gateway.store.records import ApprovalStatus, Principal
+from gateway.store.records import AlertDraft, ApprovalStatus, Principal
 from tests.harness import OPS, TENANT, World, code_of, contract
 
 pytestmark = pytest.mark.anyio

@@ -82,12 +82,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
 )
 
 # (importing module, imported module) -> why it may stay. Upward edges and module cycles alike.
-ALLOWED: dict[tuple[str, str], str] = {
-    ("gateway.store.sqlite_base", "gateway.store.sqlite_limits"): (
-        "a lazy import of the rate arithmetic inside the store's one package (sqlite_limits builds on "
-        "sqlite_base); the store's split into sql/ sqlite/ postgres/ is where it goes away"
-    ),
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def modules(root: Path) -> dict[str, Path]:

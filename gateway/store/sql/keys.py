@@ -1,4 +1,4 @@
-"""The SQLite store's API keys: create, list, revoke, rotate, and the lookup every operator request makes.
+"""The store's API keys: create, list, revoke, rotate, and the lookup every operator request makes.
 
 Each change writes its `key_events` row in the same transaction. A key's validity is decided
 inside the lookup against the store's clock, so a revoke is seen by the very next request.
@@ -7,20 +7,20 @@ inside the lookup against the store's clock, so a revoke is seen by the very nex
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from gateway.domain.keys import ApiKeyRecord, KeyEvent, KeyStatus
 from gateway.errors import Code, Conflict, NotFound
 from gateway.ids import new_id
 from gateway.store.records import Page, Principal
-from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
-from gateway.store.sqlite_rows import encode_cursor
+from gateway.store.sql.base import SqlBase, cursor_after
+from gateway.store.sql.connection import Conn, Row
+from gateway.store.sql.rows import encode_cursor
 
 _VALID = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
 
 
-class KeyOps(SQLiteBase):
+class KeyOps(SqlBase):
     async def create_api_key(
         self, principal: Principal, *, name: str, roles: frozenset[str], key_sha256: str, expires_in: int | None
     ) -> ApiKeyRecord:
@@ -163,7 +163,7 @@ class KeyOps(SQLiteBase):
             self._event(conn, run_id, "lease_revoked", now, **data)
 
     @staticmethod
-    def _key_row(conn: Conn, tenant: str, key_id: str) -> sqlite3.Row:
+    def _key_row(conn: Conn, tenant: str, key_id: str) -> Row:
         row = conn.execute("SELECT * FROM api_keys WHERE key_id = ? AND tenant = ?", (key_id, tenant)).fetchone()
         if row is None:
             raise NotFound(f"no key {key_id}")
@@ -219,7 +219,7 @@ class KeyOps(SQLiteBase):
         )
 
 
-def _key(row: sqlite3.Row) -> ApiKeyRecord:
+def _key(row: Row) -> ApiKeyRecord:
     return ApiKeyRecord(
         key_id=row["key_id"],
         tenant=row["tenant"],

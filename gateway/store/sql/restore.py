@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from gateway.clock import isoformat
 from gateway.domain.lifecycle import RunEvent
-from gateway.store.base import Restored
-from gateway.store.sqlite_base import Conn, SQLiteBase
-from gateway.store.sqlite_rows import run_from_row
+from gateway.store.records import Restored
+from gateway.store.sql.base import SqlBase
+from gateway.store.sql.connection import Conn
+from gateway.store.sql.rows import run_from_row
 
 
-class RestoreOps(SQLiteBase):
+class RestoreOps(SqlBase):
     async def mark_restored(self, *, by: str) -> Restored:
         def tx(conn: Conn) -> Restored:
             now = self._clock.now()

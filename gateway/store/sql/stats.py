@@ -1,9 +1,10 @@
-"""The SQLite store's reports: evidence exports, metrics gauges, health.
+"""The store's reports: evidence exports, metrics gauges, refusals dropped.
 
 Reports that may take long (a whole run's action rows, counting unknown actions across a
-tenant) are long reads (`SQLiteBase._aside`): a connection of their own on a worker thread,
-inside one read transaction, so WAL gives each one snapshot of the file, and the gate's
-connection and its writes never wait for it.
+tenant) are long reads (`SqlBase._aside`): one read snapshot each, and the gate's transactions
+never wait for them (on SQLite a connection of their own on a worker thread, under WAL; on
+PostgreSQL a pooled REPEATABLE READ snapshot, a bounded share of the pool). Health is each back
+end's own (sqlite/store.py, postgres/store.py).
 """
 
 from __future__ import annotations
@@ -14,16 +15,17 @@ from gateway.domain.lifecycle import RunStatus
 from gateway.store import action_spool
 from gateway.store.action_spool import ActionSpool
 from gateway.store.chain import EntryRow, Head
-from gateway.store.reports import BY_EPOCH_SHOWN, DroppedRefusals, Gauges, HealthReport, RunExport
-from gateway.store.sqlite_base import Conn, SQLiteBase
-from gateway.store.sqlite_rows import action_from_row, run_from_row, runs_from_rows
+from gateway.store.reports import BY_EPOCH_SHOWN, DroppedRefusals, Gauges, RunExport
+from gateway.store.sql.base import SqlBase
+from gateway.store.sql.connection import Conn
+from gateway.store.sql.rows import action_from_row, run_from_row, runs_from_rows
 
 _ACTIVE = tuple(s.value for s in RunStatus if not s.terminal)
 _ACTIVE_SQL = f"status IN ({', '.join('?' for _ in _ACTIVE)})"
 _BLOBS_PER_QUERY = 500
 
 
-class StatsOps(SQLiteBase):
+class StatsOps(SqlBase):
     async def export_snapshot(self, tenant: str, run_id: str) -> RunExport:
         def read(conn: Conn) -> RunExport:
             row = self._run_row(conn, run_id, tenant)
@@ -110,11 +112,3 @@ class StatsOps(SQLiteBase):
             )
 
         return await self._db.read(read)
-
-    async def health(self) -> HealthReport:
-        await self._db.read(lambda conn: conn.execute("SELECT 1").fetchone())
-        report: HealthReport = {"store": {"status": "ok"}}
-        checkpointer = self._db._checkpointer  # a file store's WAL checkpoints (sqlite_db.py)
-        if checkpointer is not None:
-            report["checkpointer"] = {"status": "ok" if checkpointer._thread.is_alive() else "down"}
-        return report

@@ -1,9 +1,8 @@
-"""The SQLite store's record: actions, events, blobs, ledger verification, tool pins."""
+"""The store's record: actions, events, blobs, ledger verification, tool pins."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,15 +35,16 @@ from gateway.store.replay import (
     check_run,
     replayed,
 )
-from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
-from gateway.store.sqlite_rows import (
+from gateway.store.sql.base import SqlBase, cursor_after
+from gateway.store.sql.connection import Conn, Row
+from gateway.store.sql.rows import (
     action_from_row,
     encode_cursor,
     event_from_row,
 )
 
 
-class RecordOps(SQLiteBase):
+class RecordOps(SqlBase):
     # -- the record ------------------------------------------------------------------------
     async def get_action(self, tenant: str, action_id: str) -> ActionRecord:
         return await self._db.read(lambda conn: self._action(conn, action_id, tenant))
@@ -192,7 +192,7 @@ def _definition_json(pin: ToolPin) -> str:
     return canonical_json(pin.definition).decode()
 
 
-def _pin_from_row(row: sqlite3.Row) -> ToolPin:
+def _pin_from_row(row: Row) -> ToolPin:
     return ToolPin(
         tool=row["tool"],
         adapter=row["adapter"],

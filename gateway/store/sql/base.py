@@ -1,13 +1,15 @@
-"""The SQLite store's foundation: connection, clock, ledger key, and the helpers every part uses."""
+"""The shared store's foundation: database, clock, ledger key, the helpers every part uses, and the
+hooks each back end provides (`SqlBase`)."""
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
+import logging
 import os
 import secrets
 import socket
-import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,7 +25,7 @@ from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.domain.refusals import RefusalLimits, recorded_reason, recorded_tool, refusal_scope
 from gateway.domain.settlement import Settlement, settled_row
 from gateway.domain.units import format_money, headroom
-from gateway.errors import Code, InvalidRequest, NotFound, Refusal, StoreError
+from gateway.errors import Code, InvalidRequest, NotFound, Refusal
 from gateway.ids import new_id
 from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.long_reads import LongReads
@@ -32,8 +34,9 @@ from gateway.store.records import (
     ApprovalStatus,
     RunRecord,
 )
-from gateway.store.sqlite_db import BUSY_TIMEOUT_S, Database
-from gateway.store.sqlite_rows import (
+from gateway.store.sql.connection import Conn, Database, Row
+from gateway.store.sql.rates import take
+from gateway.store.sql.rows import (
     RUN_STATE_COLUMNS,
     Chain,
     RunState,
@@ -45,7 +48,7 @@ from gateway.store.sqlite_rows import (
 )
 
 T = TypeVar("T")
-Conn = sqlite3.Connection
+log = logging.getLogger("warrant.store")
 _REJECTED = "SELECT COUNT(*) FROM actions WHERE run_id = ? AND status = 'rejected'"
 _RUN_STATE_SQL = f"SELECT {RUN_STATE_COLUMNS} FROM runs WHERE run_id = ?"
 
@@ -56,33 +59,38 @@ def default_process_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
-class SQLiteBase:
+class SqlBase(abc.ABC):
+    """What every part of the shared store stands on: the database it runs its transactions on
+    (`Database`, gateway/store/sql/connection.py), the store's clock and ledger key, and the hooks
+    a back end provides (`_aside`, `_process_alive`, `_announce_hard_cancel`; `GateOps._settling_soon`
+    has a default that does nothing)."""
+
     def __init__(
         self,
-        path: str,
+        db: Database,
         *,
         clock: Clock,
         ledger_key: bytes,
         process_id: str | None = None,
-        migrate: bool = True,
         refusal_limits: RefusalLimits | None = None,
         safeguards: Safeguards = ALL_ON,
+        long_reads: LongReads | None = None,
     ) -> None:
-        """`migrate`: apply due schema migrations when opening; off, a store that needs any is refused.
-        `refusal_limits`: `limits.refusals` (docs/limits.md); `safeguards`: the drill's switches
-        (gateway/safeguards.py), read inside the admit and settle transactions."""
+        """`refusal_limits`: `limits.refusals` (docs/limits.md); `safeguards`: the drill's switches
+        (gateway/safeguards.py), read inside the admit and settle transactions; `long_reads`: the
+        bound on long reads at once (`_aside`), when not the default."""
         if not ledger_key:
             raise ValueError("a ledger key is required")
-        self._db = Database(path, migrate=migrate)
+        self._db = db
         self._clock = clock
         self._key = ledger_key
         self._process_id = process_id or default_process_id()
         # Chains a transaction holds open: `_event` appends to them, and their holder writes the
         # head with its own update of the run row. Per thread: a transaction runs wholly on one
-        # thread, and the PostgreSQL store runs several at once (postgres_db.py).
+        # thread, and the PostgreSQL store runs several at once (postgres/db.py).
         self._held = HeldChains()
         self._bodies = KnownBodies()
-        self._long_reads = LongReads()
+        self._long_reads = long_reads or LongReads()
         self.refusal_limits = refusal_limits or RefusalLimits()
         self.safeguards = safeguards
 
@@ -100,43 +108,24 @@ class SQLiteBase:
     async def close(self) -> None:
         await self._db.close()
 
+    # -- the back end's hooks --------------------------------------------------------------
+    @abc.abstractmethod
     async def _aside(self, fn: Callable[[Conn], T]) -> T:
-        """Run `fn` as a long read: ONE read transaction on a read-only connection of its own, on a
-        worker thread (an in-memory store has only the one it serves from). As `Database.read`, it
-        sees every transaction submitted before it (queued read settles commit first), and one
-        snapshot throughout; the gate's connection never waits for it (WAL); at most
-        `LongReads.limit` run at once (gateway/store/long_reads.py).
+        """Run `fn` as a long read (verify, export, audit): ONE read snapshot throughout, seeing
+        every transaction submitted before it, never holding up the gate's transactions, at most
+        `LongReads.limit` at once (gateway/store/long_reads.py).
 
-        Raises: StoreError when SQLite cannot complete it."""
-        path = self._db.path
-        if path == ":memory:":
-            return await self._db.read(fn)
-        checkpointer = self._db._checkpointer
-        await self._db.read(lambda conn: None)  # reads' settles still queued commit first
+        Raises: StoreError when the database cannot complete it."""
 
-        def run() -> T:
-            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-            if checkpointer is not None:
-                checkpointer.long_read(+1)
-            try:
-                conn.row_factory = sqlite3.Row
-                conn.execute("PRAGMA query_only = ON")
-                conn.execute("BEGIN")
-                return fn(conn)
-            finally:
-                conn.close()  # ends the read transaction
-                if checkpointer is not None:
-                    checkpointer.long_read(-1)
-
-        try:
-            return await self._long_reads.run(lambda: asyncio.to_thread(run))
-        except sqlite3.Error as exc:
-            raise StoreError(f"the SQLite store could not complete a long read: {exc}") from exc
-
+    @abc.abstractmethod
     def _process_alive(self, conn: Conn, process_id: str | None) -> bool:
-        """Whether another gateway process that dispatched actions still runs. On SQLite, none
-        does: one `warrant serve` holds the file (`ServeLock`). PostgreSQL asks the database."""
-        return False
+        """Whether another gateway process that dispatched actions still runs (inside `conn`'s
+        transaction): its admitted actions are orphans only once it is gone."""
+
+    @abc.abstractmethod
+    def _announce_hard_cancel(self, conn: Conn, run_id: str) -> None:
+        """Tell the other gateway processes sharing the store, at commit, that `run_id` was cancelled
+        hard (their calls in flight for it are aborted: gateway/runtime/cancel_relay.py)."""
 
     # -- helpers (database thread) ---------------------------------------------------------
     def _event(self, conn: Conn, run_id: str, type_: str, now: float, **data: Any) -> None:
@@ -169,7 +158,7 @@ class SQLiteBase:
         return state
 
     @staticmethod
-    def _run_row(conn: Conn, run_id: str, tenant: str | None = None) -> sqlite3.Row:
+    def _run_row(conn: Conn, run_id: str, tenant: str | None = None) -> Row:
         if tenant is None:
             row = conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         else:
@@ -297,7 +286,7 @@ class SQLiteBase:
         if rows:
             self._settle_waiting(conn, run_id, now, "gateway")
 
-    def _mark_unknown(self, conn: Conn, rows: list[sqlite3.Row], reason: str, now: float) -> list[str]:
+    def _mark_unknown(self, conn: Conn, rows: list[Row], reason: str, now: float) -> list[str]:
         """Admitted actions (rows of action_id, run_id, process_id) whose outcome nobody will record
         become `unknown` with `reason`, in the ledger too; their reservations stay held."""
         orphan = settled_row(Settlement.orphaned(reason))  # gateway/domain/settlement.py: unknown, its hold kept
@@ -353,8 +342,6 @@ class SQLiteBase:
                     refusal.code, refusal.message, dropped=Drop(run.run_id, run.tenant, epoch, "max_per_run"), **details
                 )
         if limits.rate is not None:
-            from gateway.store.sqlite_limits import take  # the rate arithmetic's one home
-
             refused = take(conn, [(refusal_scope(run.run_id, epoch), limits.rate)], now)
             if refused is not None:
                 raise DroppedRefusal(
@@ -444,7 +431,7 @@ class Drop:
 
 class DroppedRefusal(Refusal):
     """A refusal answered but not recorded (limits.refusals): still a Refusal to whoever catches
-    it; `SQLiteBase._refusing` counts it (refusals_dropped, migration 0016) on its way out."""
+    it; `SqlBase._refusing` counts it (refusals_dropped, migration 0016) on its way out."""
 
     def __init__(self, code: Code, message: str, *, dropped: Drop, **details: Any) -> None:
         super().__init__(code, message, **details)
@@ -518,3 +505,17 @@ class KnownBodies(BoundedSet[str]):
 
     def forget(self, sha256: str) -> None:
         self.discard(sha256)
+
+
+def log_if_failed(action_id: str) -> Callable[[asyncio.Future[Any]], None]:
+    """A done-callback for a settle nobody awaits: its failure must at least be logged."""
+
+    def done(future: asyncio.Future[Any]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            log.error(
+                "settling %s failed; it stays admitted until a restart marks it unknown",
+                action_id,
+                exc_info=future.exception(),
+            )
+
+    return done

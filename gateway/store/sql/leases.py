@@ -1,4 +1,4 @@
-"""The SQLite store's leases: grants, renewals, authentication, each decided by the lease table
+"""The store's leases: grants, renewals, authentication, each decided by the lease table
 (gateway/domain/lease_rules.py) inside its transaction.
 
 A request of the current holder renews its lease (throttled: written once a tenth of the TTL has
@@ -16,11 +16,12 @@ from gateway.domain.leases import mint_token
 from gateway.domain.leases import token_hash as hash_token
 from gateway.errors import Code, Conflict, NotFound, Refusal
 from gateway.store.records import LeaseGrant, Principal, TokenInfo
-from gateway.store.sqlite_base import Conn, SQLiteBase
-from gateway.store.sqlite_rows import run_from_row
+from gateway.store.sql.base import SqlBase
+from gateway.store.sql.connection import Conn
+from gateway.store.sql.rows import run_from_row
 
 
-class LeaseOps(SQLiteBase):
+class LeaseOps(SqlBase):
     async def acquire_lease(self, principal: Principal, run_id: str, worker: str, *, takeover: bool) -> LeaseGrant:
         token = mint_token()
 

@@ -1,4 +1,4 @@
-"""The SQLite store's reported spend (`charges`) and what a run's pilot report reads.
+"""The store's reported spend (`charges`) and what a run's pilot report reads.
 
 A charge is recorded in ONE transaction with the run's spend counter it moves and the ledger
 entries that say so, so the counter, the rows and the chain never disagree.
@@ -7,7 +7,6 @@ entries that say so, so the counter, the rows and the chain never disagree.
 from __future__ import annotations
 
 import json
-import sqlite3
 
 from gateway.domain import lifecycle
 from gateway.domain.report import Charge, ChargeRecorded, Fact, ReportInputs, ToolCost, charge_tag
@@ -15,8 +14,9 @@ from gateway.domain.units import MAX_MONEY, format_money
 from gateway.errors import Code, Conflict, InvalidRequest, Refusal
 from gateway.ids import new_id
 from gateway.store.records import Principal
-from gateway.store.sqlite_base import Conn, SQLiteBase
-from gateway.store.sqlite_rows import run_from_row
+from gateway.store.sql.base import SqlBase
+from gateway.store.sql.connection import Conn, Row
+from gateway.store.sql.rows import run_from_row
 
 _CHARGE_COLUMNS = "charge_id, run_id, kind, tag, amount, note, ref, principal, created_at"
 # The ledger entries a report reads: status changes, approvals, ended children and actions settled
@@ -29,11 +29,11 @@ _FACTS = (
 )
 
 
-def _charge(row: sqlite3.Row) -> Charge:
+def _charge(row: Row) -> Charge:
     return Charge(*(row[name] for name in _CHARGE_COLUMNS.split(", ")))
 
 
-class UsageOps(SQLiteBase):
+class UsageOps(SqlBase):
     async def report_usage(
         self, principal: Principal, run_id: str, *, kind: str, amount: int, note: str | None, ref: str | None
     ) -> ChargeRecorded:

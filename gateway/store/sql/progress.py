@@ -1,4 +1,4 @@
-"""Verified progress in the SQLite store: checkpoints, milestones, completion, acknowledgements,
+"""Verified progress in the store: checkpoints, milestones, completion, acknowledgements,
 re-checks and the recovery package's inputs (docs/progress.md).
 
 Every write is fenced like a call: the token's epoch must be the run's, the lease unexpired and
@@ -8,7 +8,6 @@ the revised contract read; a refusal is recorded as a `rejected` action in the s
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from gateway.canonical import canonical_json, sha256_hex
@@ -18,7 +17,6 @@ from gateway.domain.checks import CheckResult, milestone_status
 from gateway.domain.lifecycle import ActionStatus, RunEvent, RunStatus, status_refusal
 from gateway.errors import Code, Conflict, Forbidden, Refusal
 from gateway.ids import new_id
-from gateway.store.base import Refused
 from gateway.store.progress_records import (
     CheckpointRecord,
     MilestoneRecord,
@@ -26,14 +24,15 @@ from gateway.store.progress_records import (
     Recheck,
     RecoveryInputs,
 )
-from gateway.store.records import ActionRecord, ApprovalRecord, ApprovalStatus, Principal, RunRecord
-from gateway.store.sqlite_base import Conn, SQLiteBase
-from gateway.store.sqlite_rows import action_from_row, approval_from_row, put_blob, run_from_row
+from gateway.store.records import ActionRecord, ApprovalRecord, ApprovalStatus, Principal, Refused, RunRecord
+from gateway.store.sql.base import SqlBase
+from gateway.store.sql.connection import Conn, Row
+from gateway.store.sql.rows import action_from_row, approval_from_row, put_blob, run_from_row
 
 REVIEW_TOOL_PREFIX = "milestone:"  # a review milestone's approval is for the "tool" milestone:<id>
 
 
-def checkpoint_from_row(row: sqlite3.Row) -> CheckpointRecord:
+def checkpoint_from_row(row: Row) -> CheckpointRecord:
     return CheckpointRecord(
         run_id=row["run_id"],
         version=row["version"],
@@ -48,7 +47,7 @@ def checkpoint_from_row(row: sqlite3.Row) -> CheckpointRecord:
     )
 
 
-def milestone_from_row(row: sqlite3.Row) -> MilestoneRecord:
+def milestone_from_row(row: Row) -> MilestoneRecord:
     return MilestoneRecord(
         run_id=row["run_id"],
         milestone_id=row["milestone_id"],
@@ -72,7 +71,7 @@ def required_milestones(run: RunRecord) -> list[str]:
     return [m["id"] for m in run.contract.get("milestones") or [] if m.get("required", True)]
 
 
-class ProgressOps(SQLiteBase):
+class ProgressOps(SqlBase):
     # -- fencing ---------------------------------------------------------------------------
     def _fence(
         self, conn: Conn, run_id: str, now: float, epoch: int, *, paused_ok: bool
@@ -477,7 +476,7 @@ def check_reviewer(approval: ApprovalRecord, principal: Principal, reviewer: str
 
 
 def review_decided(
-    store: SQLiteBase, conn: Conn, approval: ApprovalRecord, *, approve: bool, by: str, note: str | None, now: float
+    store: SqlBase, conn: Conn, approval: ApprovalRecord, *, approve: bool, by: str, note: str | None, now: float
 ) -> None:
     """The review's decision settles its milestone, in the decision's transaction."""
     row = conn.execute(

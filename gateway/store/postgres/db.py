@@ -1,7 +1,7 @@
-"""The PostgreSQL connection pool and transaction runner, with the interface of `sqlite_db.Database`.
+"""The PostgreSQL connection pool and transaction runner: a `Database` (gateway/store/sql/connection.py).
 
 The store's logic is written once, as synchronous transaction functions `tx(conn)` (the
-`sqlite_*.py` parts). Here each one runs on a worker thread with a pooled psycopg connection,
+parts in gateway/store/sql/). Here each one runs on a worker thread with a pooled psycopg connection,
 inside ONE `SERIALIZABLE` transaction: PostgreSQL then guarantees that concurrent transactions,
 from this process or another replica, have the effect of some serial order, which is what
 SQLite's `BEGIN IMMEDIATE` gives the same functions by taking the write lock up front. A
@@ -214,7 +214,7 @@ class Conn:
 class PostgresDatabase:
     """A pool of psycopg connections and the threads that run transactions on them.
 
-    Same interface as `sqlite_db.Database`: `open`, `close`, `read`, `transaction`, `submit`.
+    The connection protocol's `Database`, as `sqlite/db.py`'s: `open`, `close`, `read`, `transaction`, `submit`.
     """
 
     def __init__(

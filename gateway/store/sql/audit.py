@@ -1,4 +1,4 @@
-"""The SQLite store's audit query: actions across a tenant's runs, filtered, newest first.
+"""The store's audit query: actions across a tenant's runs, filtered, newest first.
 
 No index of its own. With `run_id` the query walks `actions_run (run_id, seq)` backwards; without
 it, the table by rowid backwards, stopping at the page's last match. An audit index (tenant,
@@ -7,7 +7,7 @@ write on every admit: the gate's hot path pays for it, the rare audit read gains
 store's size makes the audit slow, not before.
 
 Meanwhile a rare filter walks the whole table before it fills a page, so the query is a long read
-(`SQLiteBase._aside`): its own connection and snapshot, never the gate's connection.
+(`SqlBase._aside`): its own connection and snapshot, never the gate's connection.
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from typing import Any
 
 from gateway.errors import Code, InvalidRequest
 from gateway.store.records import ActionRecord, Page
-from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
-from gateway.store.sqlite_rows import action_from_row, encode_cursor
+from gateway.store.sql.base import SqlBase, cursor_after
+from gateway.store.sql.connection import Conn
+from gateway.store.sql.rows import action_from_row, encode_cursor
 
 MAX_SEQ = (1 << 63) - 1  # SQLite's INTEGER; a larger cursor is not one this store handed out
 
 
-class AuditOps(SQLiteBase):
+class AuditOps(SqlBase):
     async def audit_actions(
         self,
         tenant: str,

@@ -1,4 +1,4 @@
-"""The SQLite store's held leases: the lease the gateway holds for one worker key on one run.
+"""The store's held leases: the lease the gateway holds for one worker key on one run.
 
 One row per (key, run), written in the same transaction as the lease it names, so two replicas
 answering the same client's first two requests at once end with one lease, not two. A row is
@@ -10,9 +10,9 @@ from __future__ import annotations
 from gateway.domain.leases import token_hash
 from gateway.errors import Refusal
 from gateway.store.records import HeldLease, Principal
-from gateway.store.sqlite_base import Conn
-from gateway.store.sqlite_leases import LeaseOps
-from gateway.store.sqlite_rows import run_from_row
+from gateway.store.sql.connection import Conn
+from gateway.store.sql.leases import LeaseOps
+from gateway.store.sql.rows import run_from_row
 
 
 class HeldLeaseOps(LeaseOps):

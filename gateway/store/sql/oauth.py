@@ -1,4 +1,4 @@
-"""The SQLite store's MCP authorization state: clients, grants (one consent to one run, holding its
+"""The store's MCP authorization state: clients, grants (one consent to one run, holding its
 lease) and the hashes of access and refresh tokens (gateway/oauth/, docs/authorization.md).
 
 Every decision is one transaction, so two replicas redeeming the same code, or rotating the same
@@ -17,9 +17,9 @@ from gateway.domain.lease_rules import LeaseState, lease_rule
 from gateway.domain.leases import token_hash
 from gateway.errors import Code, Conflict, NotFound, WarrantError
 from gateway.store.records import OAuthGrant, OAuthTokenRow, OAuthTokens, Principal, RunRecord
-from gateway.store.sqlite_base import Conn
-from gateway.store.sqlite_leases import LeaseOps
-from gateway.store.sqlite_rows import run_from_row
+from gateway.store.sql.connection import Conn
+from gateway.store.sql.leases import LeaseOps
+from gateway.store.sql.rows import run_from_row
 
 KEEP_USED_REFRESH = 16  # a grant's rotated refresh tokens kept to see a reuse; older ones are dropped
 

@@ -1,11 +1,10 @@
-"""Row mapping and chain appends for the SQLite store. Runs on the store's database thread."""
+"""Row mapping and chain appends for the store. Runs inside the store's transactions, on their thread."""
 
 from __future__ import annotations
 
 import base64
 import json
 import logging
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -18,6 +17,7 @@ from gateway.domain.units import MAX_MONEY
 from gateway.errors import DamagedRecord, NotFound
 from gateway.store.chain import entry_body, entry_hash, head_mac
 from gateway.store.records import ActionRecord, ApprovalRecord, ApprovalStatus, Damaged, EventRecord, RunRecord
+from gateway.store.sql.connection import Conn, Row
 
 log = logging.getLogger("warrant.store")
 
@@ -32,7 +32,7 @@ _COUNTERS = tuple(
 _told_damaged: set[str] = set()
 
 
-def check_counters(row: sqlite3.Row) -> None:
+def check_counters(row: Row) -> None:
     """Raises: DamagedRecord when a counter of the run's row is not an integer within its bound."""
     for column in _COUNTERS:
         value = row[column]
@@ -44,13 +44,13 @@ def check_counters(row: sqlite3.Row) -> None:
             )
 
 
-def runs_from_rows(rows: Iterable[sqlite3.Row]) -> list[RunRecord]:
+def runs_from_rows(rows: Iterable[Row]) -> list[RunRecord]:
     """The runs of a list, passing over a damaged row (logged once per run and process), so that
     one row changed behind the store's back cannot take a whole list or the watchdog down."""
     return runs_and_damaged(rows)[0]
 
 
-def runs_and_damaged(rows: Iterable[sqlite3.Row]) -> tuple[list[RunRecord], list[Damaged]]:
+def runs_and_damaged(rows: Iterable[Row]) -> tuple[list[RunRecord], list[Damaged]]:
     """As `runs_from_rows`, with the rows passed over named, for a list that tells its caller."""
     runs: list[RunRecord] = []
     damaged: list[Damaged] = []
@@ -65,7 +65,7 @@ def runs_and_damaged(rows: Iterable[sqlite3.Row]) -> tuple[list[RunRecord], list
     return runs, damaged
 
 
-def run_from_row(row: sqlite3.Row) -> RunRecord:
+def run_from_row(row: Row) -> RunRecord:
     check_counters(row)
     return RunRecord(
         run_id=row["run_id"],
@@ -105,7 +105,7 @@ def run_from_row(row: sqlite3.Row) -> RunRecord:
     )
 
 
-def action_from_row(row: sqlite3.Row) -> ActionRecord:
+def action_from_row(row: Row) -> ActionRecord:
     return ActionRecord(
         action_id=row["action_id"],
         run_id=row["run_id"],
@@ -241,7 +241,7 @@ def run_state(row: Sequence[Any]) -> RunState:
     return RunState(snapshot, lease_ttl, head_seq, head_hash)
 
 
-def approval_from_row(row: sqlite3.Row) -> ApprovalRecord:
+def approval_from_row(row: Row) -> ApprovalRecord:
     return ApprovalRecord(
         approval_id=row["approval_id"],
         run_id=row["run_id"],
@@ -267,7 +267,7 @@ def approval_from_row(row: sqlite3.Row) -> ApprovalRecord:
     )
 
 
-def event_from_row(row: sqlite3.Row) -> EventRecord:
+def event_from_row(row: Row) -> EventRecord:
     body = json.loads(row["body"])
     return EventRecord(
         run_id=row["run_id"], seq=row["seq"], type=row["type"], at=row["at"], data=body["data"], hash=row["hash"]
@@ -292,13 +292,13 @@ class Chain:
         self.hash = head_hash
 
     @classmethod
-    def read(cls, conn: sqlite3.Connection, ledger_key: bytes, run_id: str) -> Chain:
+    def read(cls, conn: Conn, ledger_key: bytes, run_id: str) -> Chain:
         row = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
             raise NotFound(f"no run {run_id}")
         return cls(ledger_key, run_id, row[0], row[1])
 
-    def append(self, conn: sqlite3.Connection, type_: str, at: float, data: dict[str, Any]) -> int:
+    def append(self, conn: Conn, type_: str, at: float, data: dict[str, Any]) -> int:
         seq = self.seq + 1
         body = entry_body(self.run_id, seq, type_, at, data)
         digest = entry_hash(self.hash, body)
@@ -314,13 +314,11 @@ class Chain:
     def head_params(self) -> tuple[int, str, str]:
         return self.seq, self.hash, head_mac(self._key, self.run_id, self.seq, self.hash)
 
-    def write_head(self, conn: sqlite3.Connection) -> None:
+    def write_head(self, conn: Conn) -> None:
         conn.execute(f"UPDATE runs SET {self.head_sql} WHERE run_id = ?", (*self.head_params(), self.run_id))
 
 
-def append_event(
-    conn: sqlite3.Connection, ledger_key: bytes, run_id: str, type_: str, at: float, data: dict[str, Any]
-) -> int:
+def append_event(conn: Conn, ledger_key: bytes, run_id: str, type_: str, at: float, data: dict[str, Any]) -> int:
     """Append one entry to the run's chain and move its MAC'd head. Inside the caller's transaction."""
     chain = Chain.read(conn, ledger_key, run_id)
     seq = chain.append(conn, type_, at, data)
@@ -328,7 +326,7 @@ def append_event(
     return seq
 
 
-def put_blob(conn: sqlite3.Connection, value: Any, at: float) -> str:
+def put_blob(conn: Conn, value: Any, at: float) -> str:
     body = canonical_json(value)
     digest = sha256_hex(body)
     conn.execute(

@@ -10,16 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gateway.domain.admission import RunSnapshot
-from gateway.domain.limits import CONCURRENCY_RETRY_S, CallLimits, Rate, step
+from gateway.domain.limits import CONCURRENCY_RETRY_S, CallLimits, Rate
 from gateway.errors import Code, Refusal
-from gateway.store.sqlite_base import Conn, SQLiteBase
+from gateway.store.sql.base import SqlBase
+from gateway.store.sql.connection import Conn
+from gateway.store.sql.rates import take
 
-_TAT = "SELECT tat FROM rate_limits WHERE scope = ?"
-_SET_TAT = "INSERT INTO rate_limits (scope, tat) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET tat = excluded.tat"
 _IN_FLIGHT = "SELECT COUNT(*) FROM actions WHERE run_id = ? AND status = 'admitted'"
 
 
-class LimitOps(SQLiteBase):
+class LimitOps(SqlBase):
     async def take_rate(self, scopes: Sequence[tuple[str, Rate]]) -> tuple[str, float] | None:
         def tx(conn: Conn) -> tuple[str, float] | None:
             return take(conn, scopes, self._clock.now())
@@ -51,18 +51,3 @@ class LimitOps(SQLiteBase):
             limit=kind,
             retry_after_s=round(wait, 3),
         )
-
-
-def take(conn: Conn, scopes: Sequence[tuple[str, Rate]], now: float) -> tuple[str, float] | None:
-    """One call from every scope's rate, or from none: the first scope that refuses, and how long
-    until it would admit. Written only when all admit."""
-    taken: list[tuple[str, float]] = []
-    for scope, rate in scopes:
-        row = conn.execute(_TAT, (scope,)).fetchone()
-        decided = step(rate, row[0] if row is not None else None, now)
-        if not decided.admitted:
-            return scope, decided.retry_after
-        taken.append((scope, decided.tat))
-    for scope, tat in taken:
-        conn.execute(_SET_TAT, (scope, tat))
-    return None

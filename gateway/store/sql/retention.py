@@ -1,4 +1,4 @@
-"""The SQLite store, retention: purging the bodies settled actions name (docs/retention.md).
+"""The store, retention: purging the bodies settled actions name (docs/retention.md).
 
 A purge takes a batch of settled actions whose bodies were not purged yet, and deletes the bodies
 they name (payload and result) that nothing outside the batch still needs: another action not
@@ -19,7 +19,8 @@ from typing import Any
 
 from gateway.domain.retention import PURGE_BATCH, PURGEABLE, PurgeReport, PurgeScope
 from gateway.errors import NotFound
-from gateway.store.sqlite_base import Conn, SQLiteBase
+from gateway.store.sql.base import SqlBase
+from gateway.store.sql.connection import Conn
 
 _CHUNK = 500  # placeholders per IN list
 
@@ -33,7 +34,7 @@ def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
         yield values[i : i + _CHUNK]
 
 
-class RetentionOps(SQLiteBase):
+class RetentionOps(SqlBase):
     async def purge_bodies(self, scope: PurgeScope, *, by: str, reason: str, limit: int = PURGE_BATCH) -> PurgeReport:
         def tx(conn: Conn) -> tuple[PurgeReport, list[str]]:
             return self._purge(conn, scope, by, reason, limit)

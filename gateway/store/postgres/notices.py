@@ -21,7 +21,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 import psycopg
 
 from gateway.errors import StoreError
-from gateway.store.postgres_db import CONNECT_TIMEOUT_S, redact
+from gateway.store.postgres.db import CONNECT_TIMEOUT_S, redact
 
 CANCEL_CHANNEL = "warrant_cancel"
 APPLICATION_NAME = "warrant-cancel-listener"  # how the listening session shows in pg_stat_activity

@@ -1,4 +1,4 @@
-"""The embedded store: one SQLite file, WAL, every decision in one `BEGIN IMMEDIATE` transaction."""
+"""The store's runs: create, read, list, and the controls (pause, resume, cancel, hard cancels)."""
 
 from __future__ import annotations
 
@@ -8,57 +8,23 @@ from typing import Any
 from gateway.domain.contract import Contract
 from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.errors import Refusal
-from gateway.store.base import Store
 from gateway.store.records import (
     ApprovalStatus,
     Page,
     Principal,
     RunRecord,
 )
-from gateway.store.sqlite_approvals import ApprovalOps
-from gateway.store.sqlite_audit import AuditOps
-from gateway.store.sqlite_base import Conn, cursor_after, default_process_id
-from gateway.store.sqlite_gate import GateOps
-from gateway.store.sqlite_held import HeldLeaseOps
-from gateway.store.sqlite_keys import KeyOps
-from gateway.store.sqlite_lineage import LineageOps
-from gateway.store.sqlite_oauth import OAuthOps
-from gateway.store.sqlite_progress import ProgressOps
-from gateway.store.sqlite_record import RecordOps
-from gateway.store.sqlite_restore import RestoreOps
-from gateway.store.sqlite_retention import RetentionOps
-from gateway.store.sqlite_rows import (
+from gateway.store.sql.base import cursor_after
+from gateway.store.sql.connection import Conn
+from gateway.store.sql.lineage import LineageOps
+from gateway.store.sql.rows import (
     encode_cursor,
     run_from_row,
     runs_and_damaged,
 )
-from gateway.store.sqlite_stats import StatsOps
-from gateway.store.sqlite_usage import UsageOps
-from gateway.store.sqlite_watch import WatchOps
-
-__all__ = ["SQLiteStore", "default_process_id"]
 
 
-class SQLiteStore(
-    GateOps,  # with LeaseOps
-    HeldLeaseOps,
-    OAuthOps,
-    ApprovalOps,
-    ProgressOps,
-    LineageOps,
-    RecordOps,
-    AuditOps,
-    KeyOps,
-    StatsOps,
-    UsageOps,
-    WatchOps,
-    RestoreOps,
-    RetentionOps,
-    Store,
-):
-    """One SQLite file, WAL, every decision in one `BEGIN IMMEDIATE` transaction; split by concern
-    into the parts it inherits (gate, approvals, record)."""
-
+class RunOps(LineageOps):
     # -- runs ------------------------------------------------------------------------------
     async def create_run(self, principal: Principal, contract: Contract) -> RunRecord:
         def tx(conn: Conn) -> RunRecord:
@@ -150,11 +116,6 @@ class SQLiteStore(
         ).fetchall()
         for child in children:
             self._cancel(conn, run_from_row(child), now, by, f"parent run {run.run_id} was cancelled", **data)
-
-    def _announce_hard_cancel(self, conn: Conn, run_id: str) -> None:
-        """Tell the other gateway processes sharing the store, at commit, that `run_id` was cancelled
-        hard (their calls in flight for it are aborted: gateway/runtime/cancel_relay.py). SQLite has none:
-        one server per file, and Gateway.cancel aborts this process's calls itself."""
 
     async def hard_cancelled_among(self, run_ids: Sequence[str]) -> set[str]:
         wanted = list(dict.fromkeys(run_ids))

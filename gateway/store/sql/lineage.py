@@ -1,9 +1,9 @@
-"""The SQLite store's revisions, successors and delegated sub-runs (docs/progress.md).
+"""The store's revisions, successors and delegated sub-runs (docs/progress.md).
 
 Each is ONE transaction that reads what it decides on: a revision re-checks the spec_version it
 was classified against and classifies again; a successor reads its terminal predecessor's
 remaining budget; a child's carve is taken from its parent's remaining as read in the same
-transaction. The carve's return when a child ends is in `SQLiteBase._set_status`.
+transaction. The carve's return when a child ends is in `SqlBase._set_status`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from gateway.domain.units import format_money, parse_duration
 from gateway.errors import Code, Conflict, InvalidRequest, Refusal
 from gateway.ids import new_id
 from gateway.store.records import ApprovalStatus, Principal, RunRecord
-from gateway.store.sqlite_base import Conn, SQLiteBase, wire_reservation
-from gateway.store.sqlite_rows import put_blob, run_from_row
+from gateway.store.sql.base import SqlBase, wire_reservation
+from gateway.store.sql.connection import Conn
+from gateway.store.sql.rows import put_blob, run_from_row
 
 # A successor's copy of its predecessor's milestones (migration 0007's columns). A milestone
 # waiting for its review is unverified in the successor: the review was the predecessor's.
@@ -55,7 +56,7 @@ def successor_exists(run_id: str, successor_run_id: str) -> Conflict:
     )
 
 
-class LineageOps(SQLiteBase):
+class LineageOps(SqlBase):
     # -- the one insert of a run (create_run, successors, children) -----------------------------
     def _insert_run(
         self,

@@ -1,4 +1,4 @@
-"""The SQLite store's approvals: request, decide, list."""
+"""The store's approvals: request, decide, list."""
 
 from __future__ import annotations
 
@@ -12,17 +12,19 @@ from gateway.domain.approvals import role_satisfies
 from gateway.domain.lifecycle import RunEvent
 from gateway.errors import Code, Conflict, Forbidden, InvalidRequest, NotFound
 from gateway.ids import new_id
-from gateway.store.base import ApprovalPending, Refused
 from gateway.store.records import (
+    ApprovalPending,
     ApprovalRecord,
     ApprovalRequest,
     ApprovalStatus,
     Page,
     Principal,
+    Refused,
 )
-from gateway.store.sqlite_base import Conn, SQLiteBase, cursor_after
-from gateway.store.sqlite_progress import check_reviewer, review_decided
-from gateway.store.sqlite_rows import (
+from gateway.store.sql.base import SqlBase, cursor_after
+from gateway.store.sql.connection import Conn
+from gateway.store.sql.progress import check_reviewer, review_decided
+from gateway.store.sql.rows import (
     approval_from_row,
     encode_cursor,
     put_blob,
@@ -30,7 +32,7 @@ from gateway.store.sqlite_rows import (
 )
 
 
-class ApprovalOps(SQLiteBase):
+class ApprovalOps(SqlBase):
     # -- approvals -------------------------------------------------------------------------
     async def approvals_for(self, run_id: str, tool: str, payload_sha256: str) -> list[ApprovalRecord]:
         def read(conn: Conn) -> list[ApprovalRecord]:

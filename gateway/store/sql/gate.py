@@ -1,4 +1,4 @@
-"""The SQLite store, gate steps 6 and 8: admit, settle, rejections, operations, orphans."""
+"""The store, gate steps 6 and 8: admit, settle, rejections, operations, orphans."""
 
 from __future__ import annotations
 
@@ -18,12 +18,21 @@ from gateway.domain.settlement import Settlement, settle_effects, settled_row
 from gateway.domain.units import format_money
 from gateway.errors import Code, NotFound, Refusal
 from gateway.ids import new_id
-from gateway.store.base import AdmitResult, Admitted, Held, Refused, Stale, log_if_failed
-from gateway.store.records import ActionRecord, Intent, SettleResult
-from gateway.store.sqlite_base import Conn, read_intent, wire_reservation
-from gateway.store.sqlite_leases import LeaseOps
-from gateway.store.sqlite_limits import LimitOps
-from gateway.store.sqlite_rows import (
+from gateway.store.records import (
+    ActionRecord,
+    AdmitResult,
+    Admitted,
+    Held,
+    Intent,
+    Refused,
+    SettleResult,
+    Stale,
+)
+from gateway.store.sql.base import log_if_failed, read_intent, wire_reservation
+from gateway.store.sql.connection import Conn
+from gateway.store.sql.leases import LeaseOps
+from gateway.store.sql.limits import LimitOps
+from gateway.store.sql.rows import (
     ACTION_COLUMNS,
     Chain,
     action_from_row,

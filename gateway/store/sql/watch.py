@@ -1,4 +1,4 @@
-"""The SQLite store's part for the watchdog: its lease, the expiry sweep, alerts once, the webhook outbox.
+"""The store's part for the watchdog: its lease, the expiry sweep, alerts once, the webhook outbox.
 
 Everything that must happen once across gateway processes is decided here, in transactions:
 who holds the watchdog lease, whether an alert's episode was raised before (a UNIQUE row), which
@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,9 +20,10 @@ from gateway.domain.units import parse_duration
 from gateway.domain.watch import PendingApproval, RunWatch, UnknownAction
 from gateway.errors import DamagedRecord
 from gateway.ids import new_id
-from gateway.store.base import AlertDraft, Delivery, RaisedAlert, Sweep, WatchState
-from gateway.store.sqlite_base import Conn, SQLiteBase
-from gateway.store.sqlite_rows import run_from_row
+from gateway.store.records import AlertDraft, Delivery, RaisedAlert, Sweep, WatchState
+from gateway.store.sql.base import SqlBase
+from gateway.store.sql.connection import Conn, Row
+from gateway.store.sql.rows import run_from_row
 
 log = logging.getLogger("warrant.watchdog")
 
@@ -33,7 +33,7 @@ _LIVE = "status IN ('running', 'waiting', 'paused')"
 _OPEN = "status IN ('pending', 'approved')"
 
 
-class WatchOps(SQLiteBase):
+class WatchOps(SqlBase):
     async def hold_watch_lease(self, holder: str, ttl: float) -> bool:
         def tx(conn: Conn) -> bool:
             now = self._clock.now()
@@ -137,7 +137,7 @@ class WatchOps(SQLiteBase):
         return await self._db.read(read)
 
     @staticmethod
-    def _watch(row: sqlite3.Row, now: float, approvals: tuple[PendingApproval, ...]) -> RunWatch:
+    def _watch(row: Row, now: float, approvals: tuple[PendingApproval, ...]) -> RunWatch:
         run = run_from_row(row)
         expectation = run.contract.get("progress_expectation")  # JSON read in Python: the same on both back ends
         return RunWatch(
@@ -290,7 +290,7 @@ class WatchOps(SQLiteBase):
         return await self._db.read(read)
 
 
-def _delivery(row: sqlite3.Row) -> Delivery:
+def _delivery(row: Row) -> Delivery:
     return Delivery(
         delivery_id=row["delivery_id"],
         target=row["target"],

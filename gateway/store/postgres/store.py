@@ -1,8 +1,8 @@
-"""The PostgreSQL store: the SQLite store's transaction functions, run on PostgreSQL.
+"""The PostgreSQL store: the shared transaction functions (gateway/store/sql/), run on PostgreSQL.
 
-Several gateway replicas share one database. Every decision is the same function as in the
-SQLite store (gate, approvals, leases, lineage, progress, watch, ...), run in one SERIALIZABLE
-transaction by `PostgresDatabase` (postgres_db.py) instead of one `BEGIN IMMEDIATE` transaction,
+Several gateway replicas share one database. Every decision is the same function as on
+SQLite (gate, approvals, leases, lineage, progress, watch, ...), run in one SERIALIZABLE
+transaction by `PostgresDatabase` (db.py) instead of one `BEGIN IMMEDIATE` transaction,
 so every invariant those functions keep (one epoch, no overspend, single-use approvals, cancel
 wins) holds across replicas. docs/postgres.md says why, and what differs.
 """
@@ -22,14 +22,14 @@ from gateway.domain.admission import CallFacts
 from gateway.domain.refusals import RefusalLimits
 from gateway.errors import StoreError
 from gateway.safeguards import ALL_ON, Safeguards
-from gateway.store.base import AdmitResult, Admitted, CancelNotices
 from gateway.store.long_reads import LONG_READS_MAX, LongReads
-from gateway.store.postgres_db import CONNECT_TIMEOUT_S, POOL_MAX, PostgresDatabase, postgres_url, redact
-from gateway.store.postgres_notices import CANCEL_CHANNEL, listen
-from gateway.store.records import Intent
+from gateway.store.ports import CancelNotices
+from gateway.store.postgres.db import CONNECT_TIMEOUT_S, POOL_MAX, PostgresDatabase, postgres_url, redact
+from gateway.store.postgres.notices import CANCEL_CHANNEL, listen
+from gateway.store.records import AdmitResult, Admitted, Intent
 from gateway.store.reports import HealthReport
-from gateway.store.sqlite import SQLiteStore
-from gateway.store.sqlite_base import Conn
+from gateway.store.sql.connection import Conn
+from gateway.store.sql.store import SqlStore
 
 T = TypeVar("T")
 log = logging.getLogger("warrant.store")
@@ -37,13 +37,14 @@ log = logging.getLogger("warrant.store")
 __all__ = ["PostgresStore"]
 
 
-class PostgresStore(SQLiteStore):
-    """The store's parts (sqlite.py and the mixins it inherits) over a PostgreSQL pool.
-
-    The parts are typed against sqlite3's connection and rows; what they get here is
-    postgres_db's `Conn` and `Row`, which answer the same calls. The store contract suite, run
-    against both back ends, is what holds the two to one behaviour.
+class PostgresStore(SqlStore):
+    """The shared store (gateway/store/sql/) over a PostgreSQL pool: the functions run on
+    db.py's `Conn` and `Row`, which answer the calls of the connection protocol
+    (gateway/store/sql/connection.py). The store contract suite, run against both back ends, is
+    what holds the two to one behaviour.
     """
+
+    _db: PostgresDatabase
 
     def __init__(
         self,
@@ -63,23 +64,20 @@ class PostgresStore(SQLiteStore):
         (tests that move an injected clock by hand turn it off). `replica_liveness`: another
         process's admitted actions are orphans only once that process is gone (off: every other
         process is taken for gone, as with SQLite's one server per file)."""
-        super().__init__(
-            ":memory:",
-            clock=clock,
-            ledger_key=ledger_key,
-            process_id=process_id,
-            refusal_limits=refusal_limits,
-            safeguards=safeguards,
-        )
         self._url = postgres_url(url)
         db = PostgresDatabase(
             self._url, max_size=pool_size, database_time=database_time, local=clock.now, migrate=migrate
         )
-        self._db = db  # type: ignore[assignment]
-        # Long reads (verify, export, audit) never hold more than half the pool.
-        self._long_reads = LongReads(max(1, min(LONG_READS_MAX, pool_size // 2)))
-        if database_time:
-            self._clock = DatabaseClock(db, clock)
+        super().__init__(
+            db,
+            clock=DatabaseClock(db, clock) if database_time else clock,
+            ledger_key=ledger_key,
+            process_id=process_id,
+            refusal_limits=refusal_limits,
+            safeguards=safeguards,
+            # Long reads (verify, export, audit) never hold more than half the pool.
+            long_reads=LongReads(max(1, min(LONG_READS_MAX, pool_size // 2))),
+        )
         self._alive: psycopg.Connection[Any] | None = None
         self._liveness = replica_liveness
         # A read's settle is not awaited (settle_soon); on PostgreSQL it runs beside whatever comes
@@ -148,7 +146,7 @@ class PostgresStore(SQLiteStore):
         future.add_done_callback(settled)
 
     def _announce_hard_cancel(self, conn: Conn, run_id: str) -> None:
-        # Delivered at commit, once, to every replica listening (postgres_notices.py).
+        # Delivered at commit, once, to every replica listening (notices.py).
         conn.execute("SELECT pg_notify(?, ?)", (CANCEL_CHANNEL, run_id))
 
     def cancel_notices(self) -> CancelNotices:
