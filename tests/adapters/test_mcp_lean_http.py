@@ -130,12 +130,15 @@ async def test_a_hanging_write_is_unknown_and_a_hanging_read_fails_unavailable(
 
 
 async def test_a_cancelled_call_leaves_the_path_usable(lean: McpAdapter) -> None:
+    # Its own note: under xdist this test may run on a worker the first test never reached.
+    written = await lean.call(request("write_note", {"title": "c", "body": "b"}, write=True, key="wk_cancel"))
+    assert written.kind is OutcomeKind.SUCCEEDED
     task = asyncio.create_task(lean.call(request("hang_read", {}, write=False, timeout=60.0)))
     await asyncio.sleep(0.2)
     task.cancel()
     with anyio.fail_after(WAIT), pytest.raises(asyncio.CancelledError):
         await task
-    read = await lean.call(request("read_note", {"title": "l"}, write=False))
+    read = await lean.call(request("read_note", {"title": "c"}, write=False))
     assert read.kind is OutcomeKind.SUCCEEDED
 
 
