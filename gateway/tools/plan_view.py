@@ -16,7 +16,8 @@ from gateway.store.task_records import PlanState, TaskCounts, TaskRecord
 
 
 def plan_view(state: PlanState) -> dict[str, Any]:
-    """The whole plan: {version, revisions, diff, progress, current, next, resume_at, tasks}."""
+    """The whole plan: {run_id, version, revisions, diff, updated_at, progress, current, next, resume_at,
+    tasks}."""
     return {**plan_summary(state), "tasks": [task_view(t, state) for t in state.tasks]}
 
 
@@ -24,9 +25,11 @@ def plan_summary(state: PlanState) -> dict[str, Any]:
     """Where the plan stands, without every task: what `warrant_status` shows at its top."""
     if state.version == 0:
         return {
+            "run_id": state.run_id,
             "version": 0,
             "revisions": 0,
             "diff": None,
+            "updated_at": None,
             "progress": {"done": 0, "total": 0},
             "current": None,
             "next": None,
@@ -35,6 +38,7 @@ def plan_summary(state: PlanState) -> dict[str, Any]:
     current, upcoming = current_task(state.tasks), next_task(state.tasks)
     resume = current or upcoming
     return {
+        "run_id": state.run_id,
         "version": state.version,
         "revisions": state.version - 1,
         "diff": state.latest.diff if state.latest is not None else None,
