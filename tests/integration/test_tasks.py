@@ -183,3 +183,41 @@ async def test_a_superseded_workers_task_moves_are_refused_and_the_new_worker_re
         items = (await op.get(f"/api/runs/{run_id}/actions", params={"limit": 500})).json()["items"]
     refused = [(a["tool"], a["code"]) for a in items if a["status"] == "rejected"]
     assert refused == [("warrant_task", "lease_superseded"), ("warrant_plan", "lease_superseded")]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code"),
+    [
+        ("warrant_plan", {"tasks": TASKS}, "invalid_arguments"),
+        ("warrant_plan", {"expected_version": True, "tasks": TASKS}, "invalid_arguments"),
+        ("warrant_plan", {"expected_version": 0, "tasks": {"id": "a"}}, "plan_invalid"),
+        ("warrant_plan", {"expected_version": 0, "tasks": [[[[[]]]]]}, "plan_invalid"),
+        ("warrant_plan", {"expected_version": 0, "tasks": [{"id": "a", "title": "x" * 300_000}]}, "plan_invalid"),
+        (
+            "warrant_plan",
+            {"expected_version": 0, "tasks": [{"id": f"t{i}", "title": "T"} for i in range(101)]},
+            "plan_invalid",
+        ),
+        ("warrant_task", {"task_id": "inventory"}, "invalid_arguments"),
+        ("warrant_task", {"task_id": ["inventory"], "status": "running"}, "invalid_arguments"),
+        ("warrant_task", {"task_id": "compare", "status": "ready"}, "invalid_task_transition"),
+        ("warrant_task", {"task_id": "inventory", "status": "done"}, "invalid_arguments"),
+        ("warrant_task", {"task_id": "nope", "status": "running"}, "unknown_task"),
+        ("warrant_task", {"task_id": "inventory", "status": "running", "error": "e" * 2001}, "invalid_arguments"),
+        ("warrant_task", {"task_id": "inventory", "status": "running", "output_ref": {"id": "x"}}, "invalid_arguments"),
+    ],
+)
+async def test_malformed_plans_and_moves_are_refused_with_their_code_and_change_nothing(
+    world: World, tool: str, arguments: dict[str, Any], code: str
+) -> None:
+    run_id, token = await world.start()
+    async with worker(world, token) as c:
+        await call(c, "warrant_plan", {"expected_version": 0, "tasks": TASKS})
+        err, body, text = await call(c, tool, arguments)
+        assert err and body["error"]["code"] == code, text
+        tagged = await c.call_tool("shop__charge", {"card": "visa"}, meta={"warrant/task_id": 7})
+        assert tagged.is_error and tagged.structured_content["error"]["code"] == "invalid_arguments"  # type: ignore[index]
+    async with world.client("op") as op:
+        plan = (await op.get(f"/api/runs/{run_id}/plan")).json()
+    assert plan["version"] == 1
+    assert [t["status"] for t in plan["tasks"]] == ["ready", "pending", "pending"]
