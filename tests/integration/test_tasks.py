@@ -152,6 +152,10 @@ async def test_an_agent_plans_runs_tagged_calls_and_completes_tasks_the_gateway_
     assert "plan version 2 (1 revision): 2 of 4 tasks completed" in out
     assert "next: order (ready, attempt 0, 3 left) after compare (completed)" in out
     assert any(line.split()[:4] == ["inventory", "completed", "1/3", "2"] for line in out.splitlines()), out
+    code, out = await warrant(world, "recovery", run_id)
+    assert code == 0
+    assert "plan: version 2, 2 of 4 tasks completed; resume at order" in out
+    assert "  task compare: completed (attempt 1/2)" in out
 
 
 async def test_a_superseded_workers_task_moves_are_refused_and_the_new_worker_resumes_at_the_task(
