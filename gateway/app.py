@@ -60,6 +60,7 @@ from gateway.store.factory import open_store
 from gateway.tools.calls import ToolCalls
 from gateway.tools.evidence import build_fetcher
 from gateway.tools.progress import Progress
+from gateway.tools.tasks import Planning
 
 log = logging.getLogger("warrant")
 
@@ -193,7 +194,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                 deliverer = Deliverer(store, store_clock, settings.webhooks, timeout=settings.watchdog.delivery_timeout)
                 fetcher = build_fetcher(settings.artifacts)
                 progress = Progress(gate, fetcher, store_clock, settings.validators)
-                app.state.tool_calls = ToolCalls(gate, progress)
+                app.state.tool_calls = ToolCalls(gate, progress, Planning(progress))
                 app.state.gateway = Gateway(
                     store,
                     catalog,

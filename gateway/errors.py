@@ -26,7 +26,8 @@ error as the value it answers.
         ├── approval_required, approval_denied, approval_expired
         ├── idempotency_conflict, operation_in_progress, outcome_unknown
         ├── upstream_failed, upstream_unauthorized, upstream_unavailable, ...
-        └── contract_revised (revised twice while one call was decided: retryable)
+        ├── contract_revised (revised twice while one call was decided: retryable)
+        └── plan_* and task_* (docs/tasks.md): plan_invalid, plan_conflict, invalid_task_transition, ...
     StoreError                          store_unavailable (HTTP 503, retryable)
 
 Refusals carry `details`: extra, JSON-safe fields that reach the client inside
@@ -86,6 +87,20 @@ class Code(StrEnum):
     # refuses, naming the milestones, unknown actions and live children in the way.
     CHECKPOINT_CONFLICT = "checkpoint_conflict"
     COMPLETION_REFUSED = "completion_refused"
+    # The run's plan and tasks (docs/tasks.md): a plan that does not hold together, a stale plan
+    # version, a revision past the contract's bound or budget, a write before any plan; a task
+    # move outside the transition table, a completion whose checks fail, a task out of attempts,
+    # a tool call naming a task the plan does not have or that is not running.
+    PLAN_INVALID = "plan_invalid"
+    PLAN_CONFLICT = "plan_conflict"
+    PLAN_REVISION_LIMIT = "plan_revision_limit"
+    PLAN_OVER_BUDGET = "plan_over_budget"
+    PLAN_REQUIRED = "plan_required"
+    INVALID_TASK_TRANSITION = "invalid_task_transition"
+    TASK_CHECK_FAILED = "task_check_failed"
+    TASK_ATTEMPTS_EXHAUSTED = "task_attempts_exhausted"
+    UNKNOWN_TASK = "unknown_task"
+    TASK_NOT_RUNNING = "task_not_running"
     # The gateway is shutting down (docs/operations.md): nothing was done; retry (another replica).
     DRAINING = "draining"
 
@@ -182,6 +197,16 @@ CALL_CODES: frozenset[Code] = frozenset(
         Code.PAYLOAD_TOO_LARGE,
         Code.CHECKPOINT_CONFLICT,
         Code.COMPLETION_REFUSED,
+        Code.PLAN_INVALID,
+        Code.PLAN_CONFLICT,
+        Code.PLAN_REVISION_LIMIT,
+        Code.PLAN_OVER_BUDGET,
+        Code.PLAN_REQUIRED,
+        Code.INVALID_TASK_TRANSITION,
+        Code.TASK_CHECK_FAILED,
+        Code.TASK_ATTEMPTS_EXHAUSTED,
+        Code.UNKNOWN_TASK,
+        Code.TASK_NOT_RUNNING,
         Code.DRAINING,
     }
 )

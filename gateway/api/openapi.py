@@ -317,6 +317,13 @@ def _operations() -> tuple[Op, ...]:
             errors=(409,),
         ),
         Op("GET", f"{run}/recovery", "The recovery package", "runs.read", response=schemas.RecoveryPackage),
+        Op(
+            "GET",
+            f"{run}/plan",
+            "The run's plan: each task's state, attempts and calls, the current task and the next eligible one",
+            "runs.read",
+            response=schemas.PlanView,
+        ),
         Op("GET", f"{run}/report", "The pilot measures and the cost by tag", "runs.read", response=schemas.RunReport),
         Op(
             "GET",

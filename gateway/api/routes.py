@@ -38,6 +38,7 @@ from gateway.gate.held_leases import hold
 from gateway.gate.limits import LimitSettings, RateLimited, check_api_rate, too_large
 from gateway.service import Gateway
 from gateway.store.records import ApprovalRecord, ApprovalStatus, Principal, RunRecord
+from gateway.tools.plan_view import plan_view
 
 log = logging.getLogger("warrant.api")
 
@@ -363,6 +364,12 @@ async def run_recovery(request: Request, principal: Principal, gateway: Gateway)
     return JSONResponse(await gateway.progress.recovery(principal.tenant, run_id))
 
 
+@endpoint("runs.read")
+async def run_plan(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    """The run's plan (docs/tasks.md): each task's state, attempts and calls, the current and next task."""
+    return JSONResponse(plan_view(await gateway.store.read_plan(principal.tenant, request.path_params["run_id"])))
+
+
 @endpoint("actions.resolve")
 async def acknowledge_action(request: Request, principal: Principal, gateway: Gateway) -> Response:
     """Accept an `unknown` action as uncertain, so the run may complete naming it."""
@@ -529,6 +536,7 @@ routes = [
     Route("/api/runs/{run_id}/reconcile", reconcile_run, methods=["POST"]),
     Route("/api/runs/{run_id}/usage", report_usage, methods=["POST"]),
     Route("/api/runs/{run_id}/recovery", run_recovery, methods=["GET"]),
+    Route("/api/runs/{run_id}/plan", run_plan, methods=["GET"]),
     Route("/api/runs/{run_id}/report", run_report, methods=["GET"]),
     Route("/api/actions/{action_id}/resolve", resolve_action, methods=["POST"]),
     Route("/api/actions/{action_id}/acknowledge", acknowledge_action, methods=["POST"]),

@@ -261,6 +261,75 @@ class RecoveryPackage(_View):
     children: list[dict[str, Any]]
     next_operation: Any
     completion: dict[str, Any] | None
+    plan: PlanView | None = Field(description="the plan and its tasks (docs/tasks.md)")
+
+
+# -- the plan and its tasks (docs/tasks.md) ------------------------------------------------
+TaskStatusName = Literal[
+    "pending",
+    "ready",
+    "running",
+    "blocked",
+    "waiting_for_approval",
+    "retrying",
+    "completed",
+    "failed",
+    "cancelled",
+    "compensated",
+]
+
+
+class TaskCalls(_View):
+    """The tool calls made for the task (`_meta["warrant/task_id"]`); refused ones are not counted."""
+
+    tool_calls: int
+    writes: int
+    effects: int = Field(description="writes that succeeded (or were compensated since)")
+    uncertain: int = Field(description="calls whose outcome is unknown")
+    spend: Money = Field(description="settled spend")
+
+
+class PlanTaskView(_View):
+    task_id: str
+    title: str
+    status: TaskStatusName
+    attempts: int = Field(description="moves into running from ready or retrying")
+    max_attempts: int
+    depends_on: list[str]
+    completion: list[dict[str, Any]] = Field(description="the checks that complete it, as a milestone's")
+    output_ref: dict[str, Any] | None = Field(description="the artifact named with its last move that named one")
+    error: str | None
+    checks: list[dict[str, Any]] | None = Field(description="the last completion checks' results")
+    calls: TaskCalls
+    plan_version: int = Field(description="the plan version that last defined it")
+    started_at: Timestamp | None
+    finished_at: Timestamp | None
+    updated_at: Timestamp
+
+
+class PlanStep(_View):
+    task_id: str
+    title: str
+    status: TaskStatusName
+    attempts: int
+    preconditions: dict[str, Any] = Field(
+        description="{depends_on: [{task_id, status, output_ref}], completion: [checks], attempts_left}"
+    )
+
+
+class PlanView(_View):
+    """The run's plan: every task's state, attempts and calls; the current and the next task."""
+
+    run_id: str
+    version: int = Field(description="0: the run has no plan")
+    revisions: int
+    diff: dict[str, list[str]] | None = Field(description="the newest version's {added, removed, changed}")
+    updated_at: Timestamp | None
+    progress: dict[str, int] = Field(description="{done, total}: tasks completed of the plan's")
+    current: PlanStep | None = Field(description="the task under way (running first)")
+    next: PlanStep | None = Field(description="the next eligible task: the first ready one")
+    resume_at: str | None = Field(description="where a worker taking over goes on: current, else next")
+    tasks: list[PlanTaskView]
 
 
 # -- reported spend and the pilot report (gateway/domain/report.py) -------------------------
@@ -365,6 +434,7 @@ class ActionView(_View):
     process_id: str | None
     created_at: Timestamp
     settled_at: Timestamp | None
+    task_id: str | None = Field(description="the plan's task the call was made for (docs/tasks.md)")
 
 
 class Acknowledged(ActionView):

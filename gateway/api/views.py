@@ -91,6 +91,7 @@ def action_view(action: ActionRecord, currency: str = "USD") -> dict[str, Any]:
         "process_id": action.process_id,
         "created_at": isoformat(action.created_at),
         "settled_at": isoformat(action.settled_at),
+        "task_id": action.task_id,
     }
 
 

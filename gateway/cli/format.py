@@ -161,3 +161,40 @@ def report_text(report: Mapping[str, Any]) -> str:
     lines += ["", f"cost by tag ({report.get('currency', '')}); spend budget {spend['spent']} of {spend['limit']}"]
     lines += [f"  {line}" for line in table(["TAG", "AMOUNT"], rows).splitlines()]
     return "\n".join(lines)
+
+
+def plan_text(plan: Mapping[str, Any]) -> str:
+    """The run's plan for a person: where it stands, then every task with its attempts and calls."""
+    if not plan.get("version"):
+        return f"run {plan.get('run_id')}: no plan"
+    progress = plan["progress"]
+    lines = [
+        f"plan version {plan['version']} ({plan['revisions']} revision{'s' * (plan['revisions'] != 1)}): "
+        f"{progress['done']} of {progress['total']} tasks completed"
+    ]
+    for label in ("current", "next"):
+        step = plan.get(label)
+        if step is None:
+            lines.append(f"{label}: none")
+            continue
+        needs = step["preconditions"]
+        deps = ", ".join(f"{d['task_id']} ({d['status']})" for d in needs["depends_on"]) or "nothing"
+        lines.append(
+            f"{label}: {step['task_id']} ({step['status']}, attempt {step['attempts']}, "
+            f"{needs['attempts_left']} left) after {deps}; {len(needs['completion'])} completion check(s)"
+        )
+    rows = [
+        (
+            t["task_id"],
+            t["status"],
+            f"{t['attempts']}/{t['max_attempts']}",
+            t["calls"]["tool_calls"],
+            t["calls"]["effects"],
+            t["calls"]["spend"],
+            ", ".join(t["depends_on"]) or "-",
+            t["title"],
+        )
+        for t in plan["tasks"]
+    ]
+    lines.append(table(["task", "status", "attempts", "calls", "effects", "spend", "after", "title"], rows))
+    return "\n".join(lines)

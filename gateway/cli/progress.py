@@ -105,4 +105,15 @@ def recovery_text(package: Mapping[str, Any]) -> str:
         lines.append(f"approval {approval['approval_id']} {approval['status']}: {approval['tool']}")
     if package.get("next_operation") is not None:
         lines.append(f"next: {package['next_operation']}")
+    plan = package.get("plan")
+    if plan and plan.get("version"):
+        done = plan["progress"]
+        lines.append(
+            f"plan: version {plan['version']}, {done['done']} of {done['total']} tasks completed; "
+            f"resume at {plan['resume_at'] or 'nothing (no task under way or ready)'}"
+        )
+        for task in plan["tasks"]:
+            lines.append(
+                f"  task {task['task_id']}: {task['status']} (attempt {task['attempts']}/{task['max_attempts']})"
+            )
     return "\n".join(lines)

@@ -14,6 +14,7 @@
     warrant runs usage RUN --kind K --amount A [--note TEXT] [--ref REF]
                                                   report model or runtime spend against the run
     warrant runs report RUN                       the pilot measures and the cost by tag
+    warrant runs plan RUN                         the plan: each task's state, attempts and calls
     warrant runs connections RUN                  the clients signed in for the run (MCP authorization)
     warrant runs disconnect RUN GRANT --reason TEXT
                                                   end one: its tokens stop, the lease it held is freed
@@ -43,7 +44,7 @@ from urllib.parse import quote
 import httpx
 
 from gateway.cli import http as cli_http
-from gateway.cli.format import budget_lines, cell, report_text, short_hash, short_time, table
+from gateway.cli.format import budget_lines, cell, plan_text, report_text, short_hash, short_time, table
 from gateway.cli.http import ApiFailed, add_url, reporting
 from gateway.domain.lifecycle import RunStatus
 from gateway.errors import Code, InvalidRequest
@@ -107,6 +108,9 @@ def add_commands(sub: Any) -> None:
     report = runs_sub.add_parser("report", help="the pilot measures and the cost by tag")
     report.add_argument("run_id")
     report.set_defaults(func=reporting(_report))
+    plan = runs_sub.add_parser("plan", help="the run's plan: each task's state, attempts and calls; current and next")
+    plan.add_argument("run_id")
+    plan.set_defaults(func=reporting(_plan))
     connections = runs_sub.add_parser("connections", help="the clients signed in for a run, with their status")
     connections.add_argument("run_id")
     connections.set_defaults(func=reporting(_connections))
@@ -115,7 +119,7 @@ def add_commands(sub: Any) -> None:
     disconnect.add_argument("grant_id", help="the connection's id (og_...), from `warrant runs connections`")
     disconnect.add_argument("--reason", required=True, help="why, recorded in the run's history (required)")
     disconnect.set_defaults(func=reporting(_disconnect))
-    commands += [cancel, successor, revise, delegate, actions, usage, report, connections, disconnect]
+    commands += [cancel, successor, revise, delegate, actions, usage, report, plan, connections, disconnect]
 
     leases = sub.add_parser("leases", help="acquire or renew a run's lease")
     leases_sub = leases.add_subparsers(dest="leases_command", required=True)
@@ -455,6 +459,16 @@ def _report(args: argparse.Namespace) -> int:
         print_json(report)
     else:
         print(report_text(report))
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    with cli_http.client(args) as http:
+        plan = cli_http.call(http, "GET", api_path("runs", args.run_id, "plan"))
+    if args.json:
+        print_json(plan)
+    else:
+        print(plan_text(plan))
     return 0
 
 

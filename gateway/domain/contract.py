@@ -21,6 +21,10 @@ from gateway.errors import Code, InvalidRequest
 
 DIMENSIONS: tuple[str, ...] = ("spend", "tool_calls", "writes", "active_seconds")
 MAX_COUNT = 10**15 - 1
+# The plan's hard bounds, whatever a contract says (docs/tasks.md): tasks in one plan, plan
+# versions one run keeps.
+MAX_PLAN_TASKS = 500
+MAX_PLAN_VERSIONS = 1000
 
 
 class _Strict(BaseModel):
@@ -102,6 +106,21 @@ class Milestone(_Strict):
         return value
 
 
+class PlanRules(_Strict):
+    """`plan:` in a contract (docs/tasks.md). Absent, a run may plan or not, as it likes."""
+
+    # A write is refused `plan_required` while the run has no plan.
+    required_before_writes: bool = False
+    max_tasks: int = Field(default=100, ge=1, le=MAX_PLAN_TASKS)
+    # Revisions after the first plan (`plan_revision_limit` past it); None: up to the hard bound.
+    max_plan_revisions: int | None = Field(default=None, ge=0, le=MAX_PLAN_VERSIONS - 1)
+    # A revision is refused `plan_over_budget` when the remaining budget cannot cover it.
+    revision_needs_budget: bool = False
+
+
+NO_PLAN_RULES = PlanRules()
+
+
 class Contract(_Strict):
     goal: str = Field(min_length=1, max_length=4000)
     spec_version: str = Field(min_length=1, max_length=64)
@@ -118,6 +137,7 @@ class Contract(_Strict):
     workers: list[str] = []
     # When true, the key that created the run may not decide its approvals.
     forbid_creator_approval: bool = False
+    plan: PlanRules | None = None
 
     _durations = field_validator("expires_in", "lease_ttl", "progress_expectation", mode="before")(
         lambda v: None if v is None else _duration(v)
@@ -170,6 +190,7 @@ class Contract(_Strict):
             approvals=tuple(self.approvals),
             forbid_creator_approval=self.forbid_creator_approval,
             workers=tuple(self.workers),
+            plan=self.plan or NO_PLAN_RULES,
         )
 
 
@@ -189,6 +210,7 @@ class Terms:
     approvals: tuple[ApprovalRule, ...]
     forbid_creator_approval: bool
     workers: tuple[str, ...]
+    plan: PlanRules = NO_PLAN_RULES
 
     def allows(self, tool: str) -> bool:
         """Deny wins; otherwise the tool must match an allow pattern."""
@@ -199,6 +221,12 @@ class Terms:
     def approval_rules(self, tool: str) -> tuple[ApprovalRule, ...]:
         """Every rule whose pattern matches `tool`: all of them combine (gateway/domain/approvals.py)."""
         return tuple(rule for rule in self.approvals if fnmatch.fnmatchcase(tool, rule.tool))
+
+
+def plan_rules(contract: Any) -> PlanRules:
+    """The plan rules of a stored contract (its wire form); the defaults when it names none."""
+    body = contract.get("plan") if isinstance(contract, dict) else None
+    return PlanRules.model_validate(body) if body else NO_PLAN_RULES
 
 
 def problems_of(exc: ValidationError) -> list[dict[str, str]]:

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gateway.domain.approvals import dominated
-from gateway.domain.contract import Contract, problems_of
+from gateway.domain.contract import NO_PLAN_RULES, Contract, problems_of
 from gateway.domain.units import parse_duration, parse_money
 from gateway.errors import Code, Forbidden, InvalidRequest, Refusal, WarrantError
 
@@ -248,6 +248,28 @@ def _milestones(old: Contract, new: Contract) -> list[Change]:
     ]
 
 
+def _plan(old: Contract, new: Contract) -> list[Change]:
+    """The plan rules (docs/tasks.md): each one stricter narrows, looser widens."""
+    a, b = old.plan or NO_PLAN_RULES, new.plan or NO_PLAN_RULES
+    out = []
+    for name in ("required_before_writes", "revision_needs_budget"):
+        was, now = getattr(a, name), getattr(b, name)
+        if was != now:
+            out.append(Change(f"plan.{name}", Effect.NARROWS if now else Effect.WIDENS, was, now))
+    if a.max_tasks != b.max_tasks:
+        out.append(_by_size("plan.max_tasks", a.max_tasks, b.max_tasks, a.max_tasks, b.max_tasks))
+    was_revisions, now_revisions = a.max_plan_revisions, b.max_plan_revisions
+    if was_revisions != now_revisions:
+        # None is the hard bound: any number narrows it, and lifting a number widens.
+        narrows = now_revisions is not None and (was_revisions is None or now_revisions < was_revisions)
+        out.append(
+            Change(
+                "plan.max_plan_revisions", Effect.NARROWS if narrows else Effect.WIDENS, was_revisions, now_revisions
+            )
+        )
+    return out
+
+
 def _workers(old: Contract, new: Contract) -> list[Change]:
     a, b = old.workers, new.workers
     if sorted(a) == sorted(b):
@@ -273,6 +295,7 @@ _HANDLED = frozenset(
         "milestones",
         "workers",
         "forbid_creator_approval",
+        "plan",
     }
 )
 
@@ -300,7 +323,7 @@ def classify(old: Contract, new: Contract) -> list[Change]:
         if getattr(old, name) != getattr(new, name):
             out.append(Change(name, Effect.NEUTRAL, getattr(old, name), getattr(new, name)))
     out += _budgets(old, new) + _authority(old, new) + _approvals(old, new) + _milestones(old, new)
-    out += _workers(old, new)
+    out += _workers(old, new) + _plan(old, new)
     if old.forbid_creator_approval != new.forbid_creator_approval:
         effect = Effect.NARROWS if new.forbid_creator_approval else Effect.WIDENS
         out.append(Change("forbid_creator_approval", effect, old.forbid_creator_approval, new.forbid_creator_approval))

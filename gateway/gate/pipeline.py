@@ -41,6 +41,7 @@ from gateway.domain.operations import (
 )
 from gateway.domain.replay import Replay, ReplayCall, replay_refusal, replay_rule
 from gateway.domain.settlement import Settlement
+from gateway.domain.tasks import TASK_ID_META, valid_task_id
 from gateway.domain.units import format_money, parse_duration
 from gateway.errors import Code, Refusal, Unauthenticated, WarrantError
 from gateway.gate.in_flight import ABORTED_BY_CANCEL, InFlight
@@ -322,7 +323,14 @@ class Gate:
                 Code.INVALID_ARGUMENTS, f"_meta[{OPERATION_ID_META!r}] must be 1-200 characters of [A-Za-z0-9._:/@+=-]"
             )
             return await self._reject(info, tool, digest, refusal, size)
-        return await self._call(info, tool, arguments, digest, operation_id, size=size)
+        task_id = (meta or {}).get(TASK_ID_META)
+        if task_id is not None and not valid_task_id(task_id):
+            refusal = Refusal(
+                Code.INVALID_ARGUMENTS,
+                f"_meta[{TASK_ID_META!r}] must be a task id of the run's plan (1-128 characters)",
+            )
+            return await self._reject(info, tool, digest, refusal, size)
+        return await self._call(info, tool, arguments, digest, operation_id, size=size, task_id=task_id)
 
     async def _spec(self, tool: str) -> ToolSpec | None:
         """Gate step 2: the catalog's entry. A definition that does not match its pin is checked
@@ -365,6 +373,7 @@ class Gate:
         *,
         size: int,
         stale_retry: bool = False,
+        task_id: str | None = None,
     ) -> CallResult:
         refusing = self.in_flight.refusing
         if refusing is not None:  # draining: no approval requested, nothing admitted
@@ -424,6 +433,8 @@ class Gate:
             repeat_of=repeat_of,
             spec_version=run.spec_version,
             operation_kept_for=self.idempotency_for if operation_id else None,
+            task_id=task_id,
+            plan_required=spec.is_write and terms.plan.required_before_writes,
         )
         refusing = self.in_flight.refusing
         if refusing is not None:  # the drain began while this call was deciding
@@ -438,7 +449,15 @@ class Gate:
                 return await self._reject(info, tool, digest, revised_refusal(admitted.spec_version), size)
             fresh = await self._fresh(info)
             return await self._call(
-                fresh, tool, arguments, digest, client_operation_id, repeat_of, size=size, stale_retry=True
+                fresh,
+                tool,
+                arguments,
+                digest,
+                client_operation_id,
+                repeat_of,
+                size=size,
+                stale_retry=True,
+                task_id=task_id,
             )
         if isinstance(admitted, Refused):
             refusal = admitted.refusal

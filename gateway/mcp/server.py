@@ -49,7 +49,7 @@ DEAD_TOKEN_META = "warrant/refusal"  # tools/list of a superseded, revoked or fi
 WARRANT_TOOLS: dict[str, types.Tool] = {
     "warrant_status": types.Tool(
         name="warrant_status",
-        description="This run's state: status, lease, remaining budgets, pending approvals.",
+        description="This run's state: status, lease, remaining budgets, pending approvals, the plan.",
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         annotations=types.ToolAnnotations(read_only_hint=True),
     ),
@@ -150,6 +150,76 @@ WARRANT_TOOLS: dict[str, types.Tool] = {
                 },
             },
             "required": ["milestone_id"],
+            "additionalProperties": False,
+        },
+    ),
+    "warrant_plan": types.Tool(
+        name="warrant_plan",
+        description=(
+            "Record the run's plan: its tasks, what each depends on, the checks that complete it (as a "
+            "milestone's, run by the gateway) and how many attempts it gets. Pass expected_version = the plan "
+            "version you last read (0 before the first); a stale one is refused plan_conflict. A task is ready "
+            "once every task it depends on is completed. Name a task in a tool call's _meta['warrant/task_id'] "
+            "to count the call for it."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "expected_version": {"type": "integer", "minimum": 0},
+                "tasks": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "string"},
+                            "title": {"type": "string"},
+                            "depends_on": {"type": "array", "items": {"type": "string"}},
+                            "completion": {
+                                "type": "array",
+                                "items": {"type": "object"},
+                                "description": "checks: {artifact, sha256?, schema?}, {http: {...}}, {validator}",
+                            },
+                            "max_attempts": {"type": "integer", "minimum": 1},
+                        },
+                        "required": ["id", "title"],
+                    },
+                },
+            },
+            "required": ["expected_version", "tasks"],
+            "additionalProperties": False,
+        },
+    ),
+    "warrant_task": types.Tool(
+        name="warrant_task",
+        description=(
+            "Move one task of the plan: running, blocked, waiting_for_approval, retrying, completed, failed, "
+            "cancelled or compensated. completed runs the task's completion checks (output_ref: the artifact it "
+            "made); if one fails the task stays running and the answer names it."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "task_id": {"type": "string"},
+                "status": {
+                    "type": "string",
+                    "enum": [
+                        "running",
+                        "blocked",
+                        "waiting_for_approval",
+                        "retrying",
+                        "completed",
+                        "failed",
+                        "cancelled",
+                        "compensated",
+                    ],
+                },
+                "output_ref": {
+                    "type": "object",
+                    "description": "{id, uri, sha256, version?}: the artifact the task produced",
+                },
+                "error": {"type": "string", "description": "what went wrong, for failed, retrying or blocked"},
+            },
+            "required": ["task_id", "status"],
             "additionalProperties": False,
         },
     ),

@@ -50,9 +50,9 @@ _STATUS_EVENTS = {f"run_{s}": s for s in ("running", "waiting", "paused", "compl
 # Action row fields each entry type states (the settled entry of a read also states its intent).
 _ADMITTED_FIELDS = (
     *("tool", "effect", "operation_id", "payload_sha256", "epoch", "worker", "approval_id", "repeat_of"),
-    *("reserved", "process_id"),
+    *("reserved", "process_id", "task_id"),  # task_id: absent (null) unless the call named its task
 )
-_REJECTED_FIELDS = ("tool", "payload_sha256", "code", "epoch", "worker")
+_REJECTED_FIELDS = ("tool", "payload_sha256", "code", "epoch", "worker", "task_id")  # a refusal names none
 _SETTLED_FIELDS = (
     *("status", "code", "receipt", "result_sha256", "actual_spend"),
     *("tool", "effect", "payload_sha256", "epoch", "worker", "process_id"),  # a read's one entry
@@ -301,6 +301,7 @@ class _Ledger:
                 stated.update(reason=data.get("reason"), settled_at=at)
                 if "admitted_at" in data:  # a read's one entry
                     stated["created_at"] = data["admitted_at"]
+                    stated["task_id"] = data.get("task_id")
 
 
 def kept_refs(type_: str, data: Mapping[str, Any]) -> list[str]:

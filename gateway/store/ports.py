@@ -24,11 +24,13 @@ from typing import Any, Protocol
 
 from gateway.clock import Clock
 from gateway.domain.admission import CallFacts
+from gateway.domain.checks import CheckResult
 from gateway.domain.contract import Contract
 from gateway.domain.keys import ApiKeyRecord, KeyEvent
 from gateway.domain.limits import Rate
 from gateway.domain.report import ChargeRecorded, ReportInputs
 from gateway.domain.retention import PURGE_BATCH, PurgeReport, PurgeScope
+from gateway.domain.tasks import Plan, TaskStatus
 from gateway.errors import Refusal
 from gateway.store.chain import BadEntry, EntryRow, VerifyReport
 from gateway.store.progress_records import (
@@ -70,6 +72,7 @@ from gateway.store.records import (
     WatchState,
 )
 from gateway.store.reports import DroppedRefusals, Gauges, HealthReport, RunExport
+from gateway.store.task_records import PlanState, TaskMoved
 
 __all__ = [
     "ApprovalStore",
@@ -85,6 +88,7 @@ __all__ = [
     "LifecycleStore",
     "OAuthStore",
     "PinStore",
+    "PlanStore",
     "ProgressStore",
     "RateStore",
     "ReconcileStore",
@@ -643,6 +647,42 @@ class ProgressStore(Protocol):
         """Everything the recovery package reads, in one read. Raises: NotFound."""
 
 
+class PlanStore(Protocol):
+    """The run's plan and its tasks (docs/tasks.md). The worker's writes are fenced like a
+    checkpoint (epoch current, lease unexpired, revised contract read); a refusal is recorded as a
+    `rejected` action and returned as `Refused`."""
+
+    async def save_plan(
+        self, run_id: str, *, epoch: int, worker: str, expected_version: int, plan: Plan
+    ) -> PlanState | Refused:
+        """A new plan version, compare-and-set on runs.plan_version (`plan_conflict`), under the
+        contract's plan rules as the transaction reads them: `plan_invalid` (past max_tasks, or a
+        started task removed or redefined), `plan_revision_limit`, `plan_over_budget`. Tasks it
+        adds start pending; tasks it keeps keep where they stand; readiness follows. A paused run
+        still takes one. Recorded `plan_created` or `replanned` with the diff."""
+
+    async def move_task(
+        self,
+        run_id: str,
+        *,
+        epoch: int,
+        worker: str,
+        task_id: str,
+        status: TaskStatus,
+        output_ref: dict[str, Any] | None = None,
+        error: str | None = None,
+        checks: Sequence[CheckResult] | None = None,
+    ) -> TaskMoved | Refused:
+        """Move one task by the table (gateway/domain/tasks.py `decide_move`): `unknown_task`,
+        `invalid_task_transition`; `completed` with `checks` (their results, run by the caller)
+        not all verified stays as it is (`task_check_failed`, the results kept); an attempt past
+        max_attempts fails the task (`task_attempts_exhausted`, the failure written). Readiness
+        follows every move. A paused run takes any move but to running."""
+
+    async def read_plan(self, tenant: str, run_id: str) -> PlanState:
+        """The newest plan, its tasks in order and the calls made for each. Raises: NotFound."""
+
+
 class WatchStore(Protocol):
     """The watchdog's part (gateway/runtime/watchdog.py): its lease, the expiry sweep, what it watches,
     alerts once, heartbeats."""
@@ -723,6 +763,7 @@ class Store(
     HealthStore,
     UsageStore,
     ProgressStore,
+    PlanStore,
     WatchStore,
     DeliveryStore,
     Protocol,

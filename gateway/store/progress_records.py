@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.store.records import ActionRecord, ApprovalRecord, RunRecord
+from gateway.store.task_records import PlanState
 
 # A milestone's states. `pending` is never stored: it is a contract milestone nobody submitted yet.
 MILESTONE_STATUSES = ("pending", "verified", "failed", "unverified", "pending_review", "invalidated")
@@ -105,3 +106,4 @@ class RecoveryInputs:
     uncertain: list[tuple[ActionRecord, dict[str, Any] | None]]  # unknown actions, with acknowledgement
     pending_approvals: list[ApprovalRecord]
     children: list[RunRecord]
+    plan: PlanState | None = None  # the run's plan and its tasks (docs/tasks.md)

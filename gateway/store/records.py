@@ -178,6 +178,8 @@ class Intent:
     spec_version: str | None = None  # the contract version the gate decided under; None: do not check
     operation_kept_for: float | None = None  # retention.idempotency in seconds; None: an id never expires
     payload_bytes: int | None = None  # the payload's canonical JSON size: a refusal records it beside the hash
+    task_id: str | None = None  # the plan's task the call is made for (`_meta["warrant/task_id"]`)
+    plan_required: bool = False  # a write: the contract needs a plan first (plan.required_before_writes)
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,7 @@ class ActionRecord:
     process_id: str | None
     created_at: float
     settled_at: float | None
+    task_id: str | None = None  # the plan's task it was made for (migration 0020)
 
 
 @dataclass(frozen=True)

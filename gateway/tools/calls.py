@@ -15,13 +15,16 @@ from typing import Any
 from gateway.errors import Code, Refusal
 from gateway.gate.pipeline import CallResult, Gate
 from gateway.tools.progress import Progress
+from gateway.tools.tasks import Planning
 
 
 class ToolCalls:
-    def __init__(self, gate: Gate, progress: Progress | None = None) -> None:
-        """`progress`: the checkpoint, milestone and completion tools (None: not served here)."""
+    def __init__(self, gate: Gate, progress: Progress | None = None, planning: Planning | None = None) -> None:
+        """`progress`: the checkpoint, milestone and completion tools; `planning`: the plan and task
+        tools (docs/tasks.md). None: not served here."""
         self.gate = gate
         self.progress = progress
+        self.planning = planning
 
     async def call(
         self, token: str | None, name: str, arguments: dict[str, Any], meta: Mapping[str, Any] | None = None
@@ -39,7 +42,10 @@ class ToolCalls:
         if name == "warrant_status":
             status = await gate.status(token)
             if self.progress is not None:
-                status["recovery"] = await self.progress.recovery_of(token)
+                recovery = await self.progress.recovery_of(token)
+                status["recovery"] = recovery
+                if recovery.get("plan") is not None:  # where the plan stands, at the top (its tasks: in recovery)
+                    status["plan"] = {k: v for k, v in recovery["plan"].items() if k != "tasks"}
             dead = await gate.refuse_dead(token, name)  # a takeover or cancel while it was being read
             if dead is not None:
                 return dead
@@ -68,6 +74,12 @@ class ToolCalls:
             if name == "warrant_milestone":
                 return await self.progress.milestone(token, arguments)
             return await self.progress.complete(token, arguments)
+        if name in ("warrant_plan", "warrant_task"):
+            if self.planning is None:
+                return CallResult.refused(Refusal(Code.TOOL_NOT_FOUND, f"{name} is not served here", tool=name))
+            if name == "warrant_plan":
+                return await self.planning.plan(token, arguments)
+            return await self.planning.task(token, arguments)
         if name.startswith("warrant_"):
             return CallResult.refused(Refusal(Code.TOOL_NOT_FOUND, f"no gateway tool named {name!r}", tool=name))
         return await gate.call(token, name, arguments, meta)

@@ -41,6 +41,7 @@ from gateway.store.progress_records import (
 )
 from gateway.store.records import Refused, RunRecord, TokenInfo
 from gateway.tools.evidence import Fetcher, recheck_artifact, recheck_source, run_checks
+from gateway.tools.plan_view import plan_view
 
 log = logging.getLogger("warrant.progress")
 
@@ -390,6 +391,9 @@ def recovery_package(inputs: RecoveryInputs, now: float) -> dict[str, Any]:
         "children": [{"run_id": c.run_id, "status": c.status.value} for c in inputs.children],
         "next_operation": checkpoint.next_operation if checkpoint is not None else None,
         "completion": run.completion,
+        # The plan (docs/tasks.md): each task's state and attempts, the current task, and the next
+        # eligible one with its preconditions; None for a store read without it.
+        "plan": plan_view(inputs.plan) if inputs.plan is not None else None,
     }
 
 

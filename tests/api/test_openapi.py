@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 from starlette.routing import Route
 
 from gateway.api import openapi, schemas
+from gateway.domain.tasks import TASK_ID_META, TaskStatus, parse_plan
 from gateway.oauth import PATHS as OAUTH_PATHS
 from tests.api.conftest import CONTRACT, Api
 from tests.api.test_operator_api import create_run, lease
@@ -112,6 +113,15 @@ async def test_the_views_output_conforms_to_the_response_models(api: Api) -> Non
         check("GET", "/api/runs/{run_id}/actions", 200, (await c.get(f"/api/runs/{rid}/actions")).json())
         check("GET", "/api/runs/{run_id}/events", 200, (await c.get(f"/api/runs/{rid}/events")).json())
         check("GET", "/api/actions", 200, (await c.get("/api/actions")).json())
+        check("GET", "/api/runs/{run_id}/plan", 200, (await c.get(f"/api/runs/{rid}/plan")).json())  # none yet
+        plan = parse_plan([{"id": "a", "title": "A"}, {"id": "b", "title": "B", "depends_on": ["a"]}], max_tasks=9)
+        store = api.gateway.store
+        await store.save_plan(rid, epoch=grant["epoch"], worker="w", expected_version=0, plan=plan)
+        await store.move_task(rid, epoch=grant["epoch"], worker="w", task_id="a", status=TaskStatus.RUNNING)
+        await gate.call(grant["token"], "shop__find", {"q": "b"}, {TASK_ID_META: "a"})
+        check("GET", "/api/runs/{run_id}/plan", 200, (await c.get(f"/api/runs/{rid}/plan")).json())
+        check("GET", "/api/runs/{run_id}/recovery", 200, (await c.get(f"/api/runs/{rid}/recovery")).json())
+        check("GET", "/api/runs/{run_id}/actions", 200, (await c.get(f"/api/runs/{rid}/actions")).json())
         approvals = (await c.get("/api/approvals")).json()
         check("GET", "/api/approvals", 200, approvals)
         approval_id = approvals["items"][0]["approval_id"]
@@ -154,6 +164,8 @@ async def test_the_views_output_conforms_to_the_response_models(api: Api) -> Non
         "RunReport",
         "RevisedRun",
         "ErrorBody",
+        "PlanView",
+        "RecoveryPackage",
     }
     assert expected <= conformance.checked
 

@@ -20,6 +20,8 @@ GATEWAY_TOOLS: dict[str, dict[str, Any]] = {
     "warrant_checkpoint": {"expected_version": 0, "next_operation": {"description": "go on"}},
     "warrant_milestone": {"milestone_id": "m1", "evidence": {}},
     "warrant_complete": {"summary": "done"},
+    "warrant_plan": {"expected_version": 0, "tasks": [{"id": "t1", "title": "one"}]},
+    "warrant_task": {"task_id": "t1", "status": "running"},
     "warrant_nothing": {},
 }
 

@@ -491,7 +491,16 @@ async def test_a_store_that_already_holds_two_successors_of_one_run_migrates_lin
         undo_14.append(("DROP TRIGGER charges_money", ()))
     else:
         undo_14 = [(f"ALTER TABLE {t} DROP CONSTRAINT {t}_money_bounded", ()) for t in ("runs", "actions", "charges")]
+    # 0020's columns and tables go too: a store of version 12 never had them.
+    undo_20 = [
+        ("DROP INDEX actions_task", ()),
+        ("ALTER TABLE actions DROP COLUMN task_id", ()),
+        ("ALTER TABLE runs DROP COLUMN plan_version", ()),
+        ("DROP TABLE tasks", ()),
+        ("DROP TABLE plans", ()),
+    ]
     world.backend._execute(
+        *undo_20,
         *undo_14,
         ("DROP INDEX runs_successor", ()),
         ("ALTER TABLE runs DROP COLUMN successor_run_id", ()),

@@ -11,6 +11,7 @@ import pytest
 from gateway.api import bundle_lines
 from gateway.canonical import canonical_json, sha256_hex
 from gateway.domain import PurgeScope
+from gateway.domain.tasks import TASK_ID_META, TaskStatus, parse_plan
 from gateway.store.bundle import BundleReport, line_kind, verify_bundle
 from gateway.store.chain import GENESIS, entry_hash
 from tests.harness import LEDGER_KEY, TENANT, World, code_of, edited_body
@@ -175,6 +176,9 @@ async def test_a_wrong_key_fails_on_the_heads_mac(world: World) -> None:
         ({"tool": "t__paid"}, "reserved", {"spend": 0, "tool_calls": 1, "writes": 1}),
         ({"tool": "t__approve"}, "approval_id", None),
         ({"tool": "t__write", "status": "unknown"}, "tenant", "globex"),
+        ({"tool": "t__write", "status": "succeeded"}, "task_id", "a-task"),  # made for no task
+        ({"tool": "t__read", "status": "succeeded"}, "task_id", "a-task"),
+        ({"tool": "t__denied"}, "task_id", "a-task"),
     ],
 )
 async def test_an_edited_action_row_fails_naming_the_action_and_field(
@@ -252,3 +256,20 @@ async def test_a_run_exported_while_a_read_is_in_flight_still_verifies(world: Wo
     world.tools.release.set()
     assert code_of(await world.settled(task)) is None
     assert verify(await export(world, run.run_id)).ok
+
+
+async def test_the_task_a_call_was_made_for_is_what_the_chain_records(world: World) -> None:
+    run = await world.new_run()
+    plan = parse_plan([{"id": "a", "title": "A"}, {"id": "b", "title": "B"}], max_tasks=9)
+    await world.store.save_plan(run.run_id, epoch=1, worker="worker-1", expected_version=0, plan=plan)
+    await world.store.move_task(run.run_id, epoch=1, worker="worker-1", task_id="a", status=TaskStatus.RUNNING)
+    assert code_of(await world.call(run.token, "t__write", {"text": "x"}, {TASK_ID_META: "a"})) is None
+    assert code_of(await world.call(run.token, "t__read", {"q": "x"}, {TASK_ID_META: "a"})) is None
+    bundle = parsed(await export(world, run.run_id))
+    assert verify(bundle).first_bad is None
+    for tool in ("t__write", "t__read"):
+        edited = parsed(written(bundle))
+        i = where(edited, "action", tool=tool)
+        assert edited[i]["task_id"] == "a"
+        edited[i]["task_id"] = "b"
+        assert first_bad(edited) == ("action_mismatch", "action", edited[i]["action_id"], "task_id")

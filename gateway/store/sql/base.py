@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from gateway.bounded import BoundedSet
 from gateway.clock import Clock, isoformat
 from gateway.domain import lifecycle
-from gateway.domain.admission import RunSnapshot
+from gateway.domain.admission import RunSnapshot, lease_refusal, spec_refusal
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lease_rules import resumed_expiry
 from gateway.domain.lifecycle import RunEvent, RunStatus
@@ -156,6 +156,17 @@ class SqlBase(abc.ABC):
             self._expire_if_due(conn, run_from_row(self._run_row(conn, run_id)), now)
             state = run_state(conn.execute(_RUN_STATE_SQL, (run_id,)).fetchone())
         return state
+
+    def _fence(
+        self, conn: Conn, run_id: str, now: float, epoch: int, *, paused_ok: bool
+    ) -> tuple[RunSnapshot, Refusal | None]:
+        """The run as a worker's write (a checkpoint, a milestone, a plan, a task's move) sees it,
+        and the refusal for this epoch if any; `paused_ok`: a paused run still takes the write."""
+        run = self._run_state(conn, run_id, now).snapshot
+        refusal = lease_refusal(run, epoch, now)
+        if refusal is not None and paused_ok and refusal.code == Code.RUN_PAUSED:
+            refusal = spec_refusal(run)
+        return run, refusal
 
     @staticmethod
     def _run_row(conn: Conn, run_id: str, tenant: str | None = None) -> Row:
@@ -475,6 +486,7 @@ def read_intent(action: ActionRecord, currency: str) -> dict[str, Any]:
         "process_id": action.process_id,
         "reserved": wire_reservation(action.reserved, currency),
         "admitted_at": isoformat(action.created_at),
+        **({} if action.task_id is None else {"task_id": action.task_id}),
     }
 
 

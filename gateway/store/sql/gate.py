@@ -15,6 +15,7 @@ from gateway.domain.lease_rules import LeaseWrite, reestablishes
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.retention import operation_expired
 from gateway.domain.settlement import Settlement, settle_effects, settled_row
+from gateway.domain.tasks import TaskStatus, call_task_refusal
 from gateway.domain.units import format_money
 from gateway.errors import Code, NotFound, Refusal
 from gateway.ids import new_id
@@ -91,6 +92,8 @@ class GateOps(LeaseOps, LimitOps):
                 exhausted = refusal is not None and refusal.code == Code.BUDGET_EXHAUSTED
                 if exhausted and self.safeguards.sabotaged("budget"):
                     refusal = None  # the drill's negative control: the limits are not enforced
+            if refusal is None and (intent.task_id is not None or intent.plan_required):
+                refusal = self._task_refusal(conn, intent)
             if refusal is None and intent.approval_id is not None:
                 refusal = self._check_approval(conn, intent, run, now)
             if refusal is None and facts.limits is not None:
@@ -116,8 +119,8 @@ class GateOps(LeaseOps, LimitOps):
             conn.execute(
                 "INSERT INTO actions (action_id, run_id, tenant, lineage_id, tool, effect, operation_id, "
                 "payload_sha256, idempotency_key, status, epoch, worker, approval_id, repeat_of, reserved_spend, "
-                "reserved_calls, reserved_writes, process_id, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'admitted', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "reserved_calls, reserved_writes, process_id, created_at, task_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'admitted', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     action_id,
                     run.run_id,
@@ -137,6 +140,7 @@ class GateOps(LeaseOps, LimitOps):
                     r.writes,
                     intent.process_id,
                     now,
+                    intent.task_id,
                 ),
             )
             if intent.approval_id is not None:
@@ -187,6 +191,7 @@ class GateOps(LeaseOps, LimitOps):
                     process_id=intent.process_id,
                     created_at=float(now),
                     settled_at=None,
+                    task_id=intent.task_id,
                 ),
                 remaining={dim: left - reserved.get(dim, 0) for dim, left in remaining.items()},
                 currency=run.currency,
@@ -215,6 +220,26 @@ class GateOps(LeaseOps, LimitOps):
             repeat_of=intent.repeat_of,
             reserved=wire_reservation(r.as_dict(), run.currency),
             process_id=intent.process_id,
+            **({} if intent.task_id is None else {"task_id": intent.task_id}),
+        )
+
+    @staticmethod
+    def _task_refusal(conn: Conn, intent: Intent) -> Refusal | None:
+        """Gate step 6 for the task a call names, and the contract's plan before writes
+        (gateway/domain/tasks.py `call_task_refusal`)."""
+        (version,) = conn.execute("SELECT plan_version FROM runs WHERE run_id = ?", (intent.run_id,)).fetchone()
+        status = None
+        if intent.task_id is not None:
+            row = conn.execute(
+                "SELECT status FROM tasks WHERE run_id = ? AND task_id = ?", (intent.run_id, intent.task_id)
+            ).fetchone()
+            status = None if row is None else TaskStatus(row[0])
+        return call_task_refusal(
+            intent.task_id,
+            status,
+            has_plan=version > 0,
+            is_write=intent.effect == "write",
+            plan_required=intent.plan_required,
         )
 
     def _check_approval(self, conn: Conn, intent: Intent, run: RunSnapshot, now: float) -> Refusal | None:

@@ -12,7 +12,6 @@ from typing import Any
 
 from gateway.canonical import canonical_json, sha256_hex
 from gateway.clock import isoformat
-from gateway.domain.admission import RunSnapshot, lease_refusal, spec_refusal
 from gateway.domain.checks import CheckResult, milestone_status
 from gateway.domain.lifecycle import ActionStatus, RunEvent, RunStatus, status_refusal
 from gateway.errors import Code, Conflict, Forbidden, Refusal
@@ -28,6 +27,7 @@ from gateway.store.records import ActionRecord, ApprovalRecord, ApprovalStatus, 
 from gateway.store.sql.base import SqlBase
 from gateway.store.sql.connection import Conn, Row
 from gateway.store.sql.rows import action_from_row, approval_from_row, put_blob, run_from_row
+from gateway.store.sql.tasks import plan_state
 
 REVIEW_TOOL_PREFIX = "milestone:"  # a review milestone's approval is for the "tool" milestone:<id>
 
@@ -72,17 +72,6 @@ def required_milestones(run: RunRecord) -> list[str]:
 
 
 class ProgressOps(SqlBase):
-    # -- fencing ---------------------------------------------------------------------------
-    def _fence(
-        self, conn: Conn, run_id: str, now: float, epoch: int, *, paused_ok: bool
-    ) -> tuple[RunSnapshot, Refusal | None]:
-        """The run as a worker's write sees it, and the refusal for this epoch if any."""
-        run = self._run_state(conn, run_id, now).snapshot
-        refusal = lease_refusal(run, epoch, now)
-        if refusal is not None and paused_ok and refusal.code == Code.RUN_PAUSED:
-            refusal = spec_refusal(run)
-        return run, refusal
-
     # -- checkpoints -----------------------------------------------------------------------
     async def save_checkpoint(
         self, run_id: str, *, epoch: int, worker: str, expected_version: int, body: dict[str, Any]
@@ -464,6 +453,7 @@ class ProgressOps(SqlBase):
                 uncertain=uncertain,
                 pending_approvals=pending,
                 children=children,
+                plan=plan_state(conn, run_id),
             )
 
         return await self._db.read(read)

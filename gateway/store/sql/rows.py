@@ -130,6 +130,7 @@ def action_from_row(row: Row) -> ActionRecord:
         process_id=row["process_id"],
         created_at=row["created_at"],
         settled_at=row["settled_at"],
+        task_id=row["task_id"],
     )
 
 

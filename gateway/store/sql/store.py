@@ -16,6 +16,7 @@ from gateway.store.sql.restore import RestoreOps
 from gateway.store.sql.retention import RetentionOps
 from gateway.store.sql.runs import RunOps
 from gateway.store.sql.stats import StatsOps
+from gateway.store.sql.tasks import TaskOps
 from gateway.store.sql.usage import UsageOps
 from gateway.store.sql.watch import WatchOps
 
@@ -29,6 +30,7 @@ class SqlStore(
     OAuthOps,
     ApprovalOps,
     ProgressOps,
+    TaskOps,
     RecordOps,
     AuditOps,
     KeyOps,
