@@ -39,6 +39,7 @@ from gateway.gate.limits import LimitSettings, RateLimited, check_api_rate, too_
 from gateway.service import Gateway
 from gateway.store.records import ApprovalRecord, ApprovalStatus, Principal, RunRecord
 from gateway.tools.plan_view import plan_view
+from gateway.tools.standing_view import read_standing, standing_view
 
 log = logging.getLogger("warrant.api")
 
@@ -207,6 +208,7 @@ async def get_run(request: Request, principal: Principal, gateway: Gateway) -> R
     pending = await gateway.store.list_approvals(principal.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
     view["approvals"] = [approval_view(a) for a in pending.items]
     view["refusals_dropped"] = dropped_view(await gateway.store.dropped_refusals(principal.tenant, run.run_id))
+    view["standing"] = standing_view(await read_standing(gateway.store, run, gateway.clock.now()))
     return JSONResponse(view)
 
 

@@ -189,11 +189,52 @@ class RefusalsDropped(_View):
     by_epoch: list[DroppedByEpoch] = Field(description="the same per lease token, newest epoch first, at most 50")
 
 
+class StandingTask(_View):
+    task_id: str
+    title: str
+    status: str
+    attempts: int
+    max_attempts: int | None
+
+
+class StandingMilestone(_View):
+    milestone_id: str
+    status: str
+
+
+class StandingArtifact(_View):
+    artifact: dict[str, Any] = Field(description="the artifact as recorded: {id, uri, sha256, ...}")
+    saved_at: Timestamp
+    checkpoint_version: int | None = Field(description="the checkpoint that saved it, if a checkpoint did")
+    task_id: str | None = Field(description="the task that named it as its output, if a task did")
+
+
+class StandingBlocker(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    kind: Literal["ended", "paused", "approval", "budget", "task_failed", "milestone_failed", "task_blocked"]
+    detail: str = Field(description="what blocks the run, in words; quoted text at most 200 characters")
+
+
+class Standing(_View):
+    """The four things a useful update names (docs/progress.md, "Where a run stands")."""
+
+    task: StandingTask | None = Field(description="the task under way, else the next eligible one")
+    milestone: StandingMilestone | None = Field(description="the first required milestone that does not hold yet")
+    last_artifact: StandingArtifact | None
+    blocker: StandingBlocker | None = Field(
+        description="with the ids it concerns: approval_id and tool, task_id, milestone_id, dimensions"
+    )
+    next_decision: Literal["continue", "revise", "wait_for_input", "stop"]
+    rule: str = Field(description="the rule that decided (gateway/domain/standing.py)")
+    why: str
+
+
 class RunDetail(RunView):
     approvals: list[ApprovalView] = Field(description="the run's pending approvals")
     refusals_dropped: RefusalsDropped = Field(
         description="refused calls answered but not recorded past limits.refusals (docs/limits.md), counted"
     )
+    standing: Standing = Field(description="where the run stands: current task and milestone, blocker, next decision")
 
 
 class LeaseGranted(_View):

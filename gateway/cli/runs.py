@@ -304,6 +304,24 @@ def lease_text(lease: dict[str, Any]) -> str:
     return f"{lease['worker']}, epoch {lease['epoch']}, expires {short_time(lease.get('expires_at'))} ({state})"
 
 
+def standing_lines(st: dict[str, Any]) -> list[str]:
+    """Where the run stands: the next decision and why, the blocker, current task and milestone, last artifact."""
+    task, milestone, artifact, blocker = st.get("task"), st.get("milestone"), st.get("last_artifact"), st.get("blocker")
+    task_text = f"{task['task_id']} {task['title']} ({task['status']}, attempt {task['attempts']})" if task else "none"
+    saved = "none yet"
+    if artifact:
+        ref = artifact["artifact"]
+        saved = f"{ref.get('id', '')} {ref.get('uri', '')} saved {short_time(artifact['saved_at'])}"
+    rows = [
+        ("next", f"{st['next_decision']}: {st.get('why', '')}"),
+        ("blocker", f"{blocker['kind']}: {blocker['detail']}" if blocker else "none"),
+        ("task", task_text),
+        ("milestone", f"{milestone['milestone_id']} ({milestone['status']})" if milestone else "none left"),
+        ("artifact", saved),
+    ]
+    return [f"{name.ljust(12)}  {cell(value)}" for name, value in rows]
+
+
 def describe_run(run: dict[str, Any]) -> str:
     """`runs show` for a person: the run's facts, budgets as bars, lease, pending approvals, milestones."""
     status = run["status"] + (f" ({run['status_reason']})" if run.get("status_reason") else "")
@@ -319,6 +337,8 @@ def describe_run(run: dict[str, Any]) -> str:
     ]
     lines = [f"{run['run_id']}  {status}"]
     lines += [f"  {name.ljust(12)}  {cell(value)}" for name, value in facts]
+    if run.get("standing"):
+        lines += ["", "standing"] + [f"  {line}" for line in standing_lines(run["standing"])]
     lines += ["", f"budgets ({run.get('currency', '')})"] + [f"  {line}" for line in budget_lines(run["budgets"])]
     approvals = run.get("approvals") or []
     lines += ["", f"pending approvals ({len(approvals)})"]

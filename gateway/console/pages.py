@@ -33,6 +33,7 @@ from gateway.oidc.settings import OidcSettings
 from gateway.service import Gateway
 from gateway.store.records import Principal
 from gateway.text import escape_nul
+from gateway.tools.standing_view import read_standing, standing_view
 
 MAX_FORM = 16 * 1024
 HEADERS = {
@@ -222,6 +223,7 @@ class Console:
         run = shown(run_view(record, gateway.clock.now()))
         run["last_heartbeat"] = run_detail.last_heartbeat(record)
         run["last_verified"] = await run_detail.last_verified(gateway, record.run_id)
+        run["standing"] = standing_view(await read_standing(gateway.store, record, gateway.clock.now()))
         alerts = (await run_detail.alerts_by_run(gateway, tenant)).get(record.run_id, [])
         context = {
             "principal": principal,

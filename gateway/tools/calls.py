@@ -44,6 +44,9 @@ class ToolCalls:
             if self.progress is not None:
                 recovery = await self.progress.recovery_of(token)
                 status["recovery"] = recovery
+                # The four things a useful update names: current task and milestone, last artifact,
+                # blocker, next decision.
+                status["standing"] = await self.progress.standing_of(token)
                 if recovery.get("plan") is not None:  # where the plan stands, at the top (its tasks: in recovery)
                     status["plan"] = {k: v for k, v in recovery["plan"].items() if k != "tasks"}
             dead = await gate.refuse_dead(token, name)  # a takeover or cancel while it was being read

@@ -42,6 +42,7 @@ from gateway.store.progress_records import (
 from gateway.store.records import Refused, RunRecord, TokenInfo
 from gateway.tools.evidence import Fetcher, recheck_artifact, recheck_source, run_checks
 from gateway.tools.plan_view import plan_view
+from gateway.tools.standing_view import read_standing, standing_view
 
 log = logging.getLogger("warrant.progress")
 
@@ -287,6 +288,12 @@ class Progress:
     async def recovery_of(self, token: str | None) -> dict[str, Any]:
         info = await self.gate.authenticate(token)
         return await self.recovery(info.run.tenant, info.run.run_id)
+
+    async def standing_of(self, token: str | None) -> dict[str, Any]:
+        """Where the run stands (`gateway.domain.standing`): what `warrant_status` names first."""
+        info = await self.gate.authenticate(token)
+        run = await self.store.get_run(info.run.tenant, info.run.run_id)
+        return standing_view(await read_standing(self.store, run, self.clock.now()))
 
     async def recovery(self, tenant: str, run_id: str) -> dict[str, Any]:
         return recovery_package(await self.store.recovery_inputs(tenant, run_id), self.clock.now())

@@ -13,6 +13,7 @@ import pytest
 
 from gateway.api import events as sse
 from gateway.domain import RunStatus
+from gateway.tools.tasks import Planning
 from tests.api.conftest import Api
 from tests.api.test_events_sse import STREAM, WAIT, Reader
 from tests.api.test_keys import create_key
@@ -238,3 +239,24 @@ async def test_a_revoked_keys_timeline_ends_within_a_second_and_its_session_is_s
                     pass
         page = await browser.get(f"/console/runs/{run['run_id']}")
     assert page.status_code in (303, 302) or "/console/login" in str(page.url)
+
+
+async def test_the_run_page_names_where_the_run_stands_and_escapes_the_agents_words(api: Api) -> None:
+    run = await create_run(api, goal="Count the shelves", **MILESTONES)
+    token = (await lease(api, run["run_id"], worker="shelf-bot"))["token"]
+    assert api.gateway.progress is not None
+    planning = Planning(api.gateway.progress)
+    tasks = [{"id": "count", "title": "Count them"}, {"id": "report", "title": "Write it up", "depends_on": ["count"]}]
+    assert (await planning.plan(token, {"expected_version": 0, "tasks": tasks})).code is None
+    assert (await planning.task(token, {"task_id": "count", "status": "running"})).code is None
+    said = {"task_id": "count", "status": "blocked", "error": "<script>alert(1)</script> the door is locked"}
+    assert (await planning.task(token, said)).code is None
+    async with signed_in(api, "key-aud") as browser:
+        html = (await browser.get(f"/console/runs/{run['run_id']}")).text
+    assert 'class="decision decision-wait_for_input">wait for input' in html
+    blocker = html[html.index('id="blocker"') :].split("</tr>")[0]
+    assert "task blocked" in blocker and "the door is locked" in blocker
+    assert "<script>" not in html.split('id="blocker"')[1].split("</tr>")[0] and "&lt;script&gt;" in blocker
+    current = html[html.index('id="current-task"') :].split("</tr>")[0]
+    assert "count" in current and "Count them" in current and "attempt 1" in current
+    assert 'id="current-milestone">inventory (pending)' in html and 'id="last-artifact">none yet' in html
