@@ -26,6 +26,8 @@ Sabotage turns one safeguard off, so that the drill can prove it fails without i
     budget       budget_exhausted is never decided: calls are admitted past the limits
     idempotency  every write gets a fresh operation id and no downstream idempotency key
     approval     no approval is asked for
+    checks       the gateway's completion checks (milestones and tasks) are not run: the agent's
+                 word is taken, every check counted verified
 
 This module sits at the root of the package, below the store: it imports nothing of the gateway.
 """
@@ -45,10 +47,10 @@ from typing import Final, Literal
 log = logging.getLogger("warrant.failpoints")
 
 POINTS: Final = ("after_admit", "after_dispatch", "before_settle", "inside_settle", "during_resume")
-SAFEGUARDS: Final = ("fencing", "budget", "idempotency", "approval")
+SAFEGUARDS: Final = ("fencing", "budget", "idempotency", "approval", "checks")
 Action = Literal["kill", "hang"]
 Point = Literal["after_admit", "after_dispatch", "before_settle", "inside_settle", "during_resume"]
-Safeguard = Literal["fencing", "budget", "idempotency", "approval"]
+Safeguard = Literal["fencing", "budget", "idempotency", "approval", "checks"]
 
 
 @dataclass

@@ -278,6 +278,20 @@ def build_fetcher(a: ArtifactSettings, transport: httpx.AsyncBaseTransport | Non
 # -- checks ---------------------------------------------------------------------------------------
 
 
+def taken_on_trust(checks: Sequence[Check | Mapping[str, Any]]) -> list[CheckResult]:
+    """The drill's sabotage of `checks` (gateway/safeguards.py): every check counted verified
+    without being run, as a gateway that took the agent's word would."""
+    results = []
+    for check in checks:
+        kind: str
+        try:
+            kind = parse_check(check).kind if isinstance(check, Mapping) else check.kind
+        except ValueError:
+            kind = "invalid"
+        results.append(CheckResult(kind, "verified", None, {"sabotaged": "checks"}))
+    return results
+
+
 async def run_checks(
     checks: Sequence[Check | Mapping[str, Any]],
     artifacts: Mapping[str, ArtifactRef],

@@ -40,7 +40,7 @@ from gateway.store.progress_records import (
     ReviewRequest,
 )
 from gateway.store.records import Refused, RunRecord, TokenInfo
-from gateway.tools.evidence import Fetcher, recheck_artifact, recheck_source, run_checks
+from gateway.tools.evidence import Fetcher, recheck_artifact, recheck_source, run_checks, taken_on_trust
 from gateway.tools.plan_view import plan_view
 from gateway.tools.standing_view import read_standing, standing_view
 
@@ -144,7 +144,10 @@ class Progress:
             sources = [SourceRef.from_wire(s) for s in checkpoint.sources]
 
         checks = [parse_check(c) for c in spec.get("checks") or []]
-        results = await run_checks(checks, artifacts, evidence, self.fetcher, self.validators)
+        if self.gate.safeguards.sabotaged("checks"):  # the drill's negative control: the agent's word is taken
+            results = taken_on_trust(checks)
+        else:
+            results = await run_checks(checks, artifacts, evidence, self.fetcher, self.validators)
         status, reasons = milestone_status(results)
         read = {
             r.detail["artifact"]: r.detail

@@ -20,7 +20,7 @@ from gateway.domain.tasks import MAX_ERROR, TaskStatus, parse_plan, valid_task_i
 from gateway.errors import Code, Refusal
 from gateway.gate.pipeline import CallResult
 from gateway.store.records import Refused, TokenInfo
-from gateway.tools.evidence import run_checks
+from gateway.tools.evidence import run_checks, taken_on_trust
 from gateway.tools.plan_view import plan_view, task_view
 from gateway.tools.progress import Progress
 
@@ -155,6 +155,8 @@ class Planning:
             artifacts[output.id] = output
         evidence = {"task_id": task_id, "output_ref": output.to_wire() if output is not None else None}
         progress = self.progress
+        if progress.gate.safeguards.sabotaged("checks"):  # the drill's negative control: the agent's word is taken
+            return taken_on_trust(list(task.spec.completion))
         return await run_checks(list(task.spec.completion), artifacts, evidence, progress.fetcher, progress.validators)
 
 

@@ -18,6 +18,7 @@ ORDER = (
     "results",
     "approval_restart",
     "completion",
+    "task_claim",
     "hang",
     "watchdog",
 )

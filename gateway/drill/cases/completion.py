@@ -39,6 +39,7 @@ def refused(reply: Any) -> dict[str, dict[str, Any]]:
     "Also drilled: completion while a milestone's evidence is missing or its artifact changed",
     "warrant_complete is refused completion_refused naming the milestone never submitted, then also the "
     "milestone whose artifact changed after it was verified (with both checksums); verified again, it completes",
+    depends_on=("checks",),
 )
 async def completion_evidence(world: World, mode: Mode, f: Findings) -> None:
     await world.start_gateway()
