@@ -287,3 +287,59 @@ async def test_the_recovery_inputs_carry_the_plan_in_the_same_read(world: World)
     assert [(t.task_id, t.status) for t in inputs.plan.tasks] == [("a", S.RUNNING), ("b", S.PENDING)]
     none = await world.store.recovery_inputs(TENANT, (await world.new_run()).run_id)
     assert none.plan is not None and none.plan.version == 0 and none.plan.tasks == []
+
+
+# -- successors -----------------------------------------------------------------------------------
+async def test_a_successor_inherits_the_plan_and_restarts_the_attempts_its_predecessor_left_under_way(
+    world: World,
+) -> None:
+    run = await world.new_run()
+    plan = plan_of(
+        {"id": "done"},
+        {"id": "going", "depends_on": ["done"], "max_attempts": 2},
+        {"id": "stuck", "depends_on": ["done"]},
+        {"id": "later", "depends_on": ["going"]},
+    )
+    await save(world, run, plan)
+    await moved(world, run, "done", S.RUNNING)
+    await moved(world, run, "done", S.COMPLETED, checks=[])
+    await moved(world, run, "going", S.RUNNING)
+    await moved(world, run, "stuck", S.RUNNING)
+    await moved(world, run, "stuck", S.BLOCKED, error="waiting for the file")
+    await world.store.cancel(OPS, run.run_id, "worker lost", hard=False)
+
+    successor = await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
+
+    inherited = await world.store.read_plan(TENANT, successor.run_id)
+    assert inherited.version == 1
+    assert {t.task_id: (t.status, t.attempts) for t in inherited.tasks} == {
+        "done": (S.COMPLETED, 1),
+        "going": (S.READY, 1),
+        "stuck": (S.READY, 1),
+        "later": (S.PENDING, 0),
+    }
+    assert [t.task_id for t in inherited.tasks] == ["done", "going", "stuck", "later"]
+    [entry] = [e for e in await world.events(successor.run_id) if e.type == "plan_inherited"]
+    assert entry.data == {"from_run_id": run.run_id, "version": 1, "tasks": 4, "restarted": ["going", "stuck"]}
+    # The predecessor's plan is as it was.
+    assert (await states(world, run))["going"] == (S.RUNNING, 1)
+
+    # The successor's worker goes on: attempts count across the lineage, and the plan is CAS'd on
+    # the inherited version.
+    grant = await world.store.acquire_lease(OPS, successor.run_id, "worker-9", takeover=False)
+    again = await world.store.move_task(
+        successor.run_id, epoch=grant.epoch, worker="worker-9", task_id="going", status=S.RUNNING
+    )
+    assert isinstance(again, TaskMoved) and again.task.attempts == 2
+    stale = await world.store.save_plan(
+        successor.run_id, epoch=grant.epoch, worker="worker-9", expected_version=0, plan=plan
+    )
+    assert isinstance(stale, Refused) and stale.refusal.code == "plan_conflict"
+
+
+async def test_a_successor_of_a_run_without_a_plan_has_none(world: World) -> None:
+    run = await world.new_run()
+    await world.store.cancel(OPS, run.run_id, "worker lost", hard=False)
+    successor = await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
+    assert (await world.store.read_plan(TENANT, successor.run_id)).version == 0
+    assert "plan_inherited" not in [e.type for e in await world.events(successor.run_id)]

@@ -24,6 +24,7 @@ from gateway.store.records import ApprovalStatus, Principal, RunRecord
 from gateway.store.sql.base import SqlBase, wire_reservation
 from gateway.store.sql.connection import Conn
 from gateway.store.sql.rows import put_blob, run_from_row
+from gateway.store.sql.tasks import inherit_plan
 
 # A successor's copy of its predecessor's milestones (migration 0007's columns). A milestone
 # waiting for its review is unverified in the successor: the review was the predecessor's.
@@ -327,7 +328,8 @@ class LineageOps(SqlBase):
         return await self._db.transaction(tx, durable=True)
 
     def _inherit_progress(self, conn: Conn, before: RunRecord, run_id: str, now: float) -> None:
-        """The predecessor's newest checkpoint and its milestones' states, marked as inherited."""
+        """The predecessor's newest checkpoint and its milestones' states, marked as inherited, and
+        its plan with its tasks (an attempt under way is ready again: gateway/store/sql/tasks.py)."""
         conn.execute(
             "INSERT INTO checkpoints (run_id, version, epoch, worker, body, body_sha256, good, bad_reason, "
             "inherited_from, created_at) SELECT ?, version, epoch, worker, body, body_sha256, good, bad_reason, "
@@ -335,6 +337,9 @@ class LineageOps(SqlBase):
             (run_id, before.run_id, before.run_id),
         )
         conn.execute(_INHERIT_MILESTONES, (run_id, before.run_id, now, before.run_id))
+        inherited = inherit_plan(conn, before.run_id, run_id, now)
+        if inherited is not None:
+            self._event(conn, run_id, "plan_inherited", now, **inherited)
 
     # -- delegated sub-runs ------------------------------------------------------------------
     async def create_child(self, principal: Principal, parent_id: str, contract: Contract) -> RunRecord:

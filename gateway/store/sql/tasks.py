@@ -312,6 +312,48 @@ class TaskOps(SqlBase):
         return readied, unreadied
 
 
+# A successor's copy of its predecessor's plan: an attempt under way ended with the predecessor
+# (its worker, its approvals), so the task is ready again and the successor's worker starts a new
+# attempt; attempts carry over, so `max_attempts` holds across the lineage.
+RESTARTED = (TaskStatus.RUNNING, TaskStatus.BLOCKED, TaskStatus.WAITING_FOR_APPROVAL, TaskStatus.RETRYING)
+_RESTARTED_SQL = ", ".join(f"'{s.value}'" for s in RESTARTED)
+
+
+def inherit_plan(conn: Conn, predecessor: str, successor: str, now: float) -> dict[str, Any] | None:
+    """Copy the predecessor's current plan version and its tasks to the successor (in the
+    successor's transaction); what its `plan_inherited` entry says, or None without a plan."""
+    row = conn.execute(
+        "SELECT version FROM plans WHERE run_id = ? ORDER BY version DESC LIMIT 1", (predecessor,)
+    ).fetchone()
+    if row is None:
+        return None
+    version: int = row["version"]
+    restarted = [
+        r["task_id"]
+        for r in conn.execute(
+            f"SELECT task_id FROM tasks WHERE run_id = ? AND status IN ({_RESTARTED_SQL}) ORDER BY position",
+            (predecessor,),
+        )
+    ]
+    conn.execute(
+        "INSERT INTO plans (run_id, version, body, body_sha256, diff, epoch, worker, created_at) "
+        "SELECT ?, version, body, body_sha256, diff, epoch, worker, created_at FROM plans "
+        "WHERE run_id = ? AND version = ?",
+        (successor, predecessor, version),
+    )
+    conn.execute(
+        "INSERT INTO tasks (run_id, task_id, position, title, depends_on, completion, max_attempts, status, attempts, "
+        "output_ref, error, checks, plan_version, updated_at, started_at, finished_at) "
+        f"SELECT ?, task_id, position, title, depends_on, completion, max_attempts, CASE WHEN status IN "
+        f"({_RESTARTED_SQL}) THEN 'ready' ELSE status END, attempts, output_ref, error, checks, plan_version, ?, "
+        "started_at, finished_at FROM tasks WHERE run_id = ?",
+        (successor, now, predecessor),
+    )
+    conn.execute("UPDATE runs SET plan_version = ? WHERE run_id = ?", (version, successor))
+    tasks = conn.execute("SELECT COUNT(*) AS n FROM tasks WHERE run_id = ?", (successor,)).fetchone()["n"]
+    return {"from_run_id": predecessor, "version": version, "tasks": tasks, "restarted": restarted}
+
+
 def move_event(previous: TaskStatus, status: TaskStatus) -> str:
     """A move's entry type: `task_started` for an attempt begun, `task_resumed` for one going on,
     else `task_<status>` (docs/events.md)."""
