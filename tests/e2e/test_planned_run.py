@@ -1,0 +1,106 @@
+"""A planned run end to end, every part a real process: `warrant serve` with the example notebook
+behind it (tests/e2e/test_mcp_end_to_end.py's gateway), and a scripted agent
+(tests/e2e/planner_agent.py, the official MCP SDK client) that plans five tasks and runs them with
+tool calls tagged by task. The agent is SIGKILLed in the middle of a task; a second agent process,
+given a takeover lease, resumes from the recovery package at that task, its repeated write replays
+instead of happening twice, and the run completes with one effect per task."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.e2e.test_mcp_end_to_end import ROOT, WAIT, Served, served
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+__all__ = ["served"]  # the module's gateway, shared with test_mcp_end_to_end.py
+AGENT = Path(__file__).with_name("planner_agent.py")
+TASK_IDS = ["gather", "outline", "draft", "review", "publish"]
+
+
+def agent(url: str, token: str, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(AGENT), url],
+        env={**os.environ, "WARRANT_TOKEN": token, "PYTHONPATH": str(ROOT), **env},
+        cwd=str(ROOT),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def lines_until(proc: subprocess.Popen[str], step: str) -> list[dict[str, Any]]:
+    """The agent's JSON lines up to and including the first of this step (bounded by WAIT)."""
+    assert proc.stdout is not None
+    seen: list[dict[str, Any]] = []
+    bound = threading.Timer(WAIT * 2, proc.kill)  # a read blocks: a stuck agent is killed, and this ends
+    bound.start()
+    try:
+        for raw in proc.stdout:
+            line = json.loads(raw)
+            seen.append(line)
+            if line["step"] == step:
+                return seen
+    finally:
+        bound.cancel()
+    _, err = proc.communicate(timeout=WAIT)
+    raise AssertionError(f"the agent ended before {step}: {seen} {err[-2000:]}")
+
+
+async def test_a_killed_agent_is_replaced_and_the_new_one_resumes_at_its_task_without_repeating_it(
+    served: Served,
+) -> None:
+    run_id, token = await served.start(worker="agent-1")
+    before = len(served.effects())
+
+    first = agent(served.url, token, WARRANT_PARK_AT="draft")
+    try:
+        said = await anyio.to_thread.run_sync(lines_until, first, "PARKED")
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.communicate(timeout=WAIT)  # reaped, its pipes closed
+    assert [s["task"] for s in said if s["step"] == "completed"] == ["gather", "outline"]
+    assert said[-1] == {"step": "PARKED", "task": "draft"}
+
+    async with served.api("op") as api:
+        plan = (await api.get(f"/api/runs/{run_id}/plan")).json()
+        assert [(t["task_id"], t["status"]) for t in plan["tasks"]] == [
+            ("gather", "completed"),
+            ("outline", "completed"),
+            ("draft", "running"),
+            ("review", "pending"),
+            ("publish", "pending"),
+        ]
+        grant = await api.post(f"/api/runs/{run_id}/lease", json={"worker": "agent-2", "takeover": True})
+        assert grant.status_code == 201, grant.text
+        token2 = grant.json()["token"]
+
+    second = agent(served.url, token2)
+    out, err = await anyio.to_thread.run_sync(lambda: second.communicate(timeout=WAIT * 3))
+    assert second.returncode == 0, err[-3000:]
+    steps = [json.loads(line) for line in out.splitlines()]
+    assert steps[0] == {"step": "resume_at", "task": "draft", "status": "running", "attempts": 1}
+    assert {"step": "wrote", "task": "draft", "replayed": True} in steps  # the killed agent's write, replayed
+    assert [s["task"] for s in steps if s["step"] == "completed"] == ["draft", "review", "publish"]
+    assert steps[-1] == {"step": "DONE"}
+
+    # One effect per task: the write the first agent made before it was killed happened once.
+    titles = [e["title"] for e in served.effects()[before:] if e["tool"] == "write_note"]
+    assert titles == [f"{run_id}-{t}" for t in TASK_IDS]
+
+    async with served.api("op") as api:
+        run = (await api.get(f"/api/runs/{run_id}")).json()
+        assert run["status"] == "completed" and run["standing"]["next_decision"] == "stop"
+        actions = (await api.get(f"/api/runs/{run_id}/actions", params={"limit": 100})).json()["items"]
+    writes = [a for a in actions if a["tool"] == "files__write_note" and a["status"] == "succeeded"]
+    assert sorted(a["task_id"] for a in writes) == sorted(TASK_IDS)
