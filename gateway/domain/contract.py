@@ -116,6 +116,11 @@ class PlanRules(_Strict):
     max_plan_revisions: int | None = Field(default=None, ge=0, le=MAX_PLAN_VERSIONS - 1)
     # A revision is refused `plan_over_budget` when the remaining budget cannot cover it.
     revision_needs_budget: bool = False
+    # A task blocked longer than this raises `task_blocked_long` to the operator (the watchdog);
+    # a task's own `blocked_expectation` overrides it. None: only tasks that name one.
+    blocked_expectation: str | None = None
+
+    _durations = field_validator("blocked_expectation", mode="before")(lambda v: None if v is None else _duration(v))
 
 
 NO_PLAN_RULES = PlanRules()

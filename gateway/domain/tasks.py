@@ -24,6 +24,7 @@ from typing import Any
 from gateway.canonical import canonical_json
 from gateway.domain.checks import CheckResult, ReviewCheck, check_problems, parse_check
 from gateway.domain.contract import MAX_PLAN_VERSIONS, PlanRules
+from gateway.domain.units import parse_duration
 from gateway.errors import Code, Refusal
 
 TASK_ID_META = "warrant/task_id"  # a tool call's `_meta` key naming the task it is made for
@@ -36,7 +37,7 @@ DEFAULT_MAX_ATTEMPTS = 3
 MAX_PLAN_BYTES = 256 * 1024  # the tasks' canonical JSON
 MAX_ERROR = 2000  # an `error` the agent gives with a move
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
-_TASK_KEYS = frozenset({"id", "title", "depends_on", "completion", "max_attempts"})
+_TASK_KEYS = frozenset({"id", "title", "depends_on", "completion", "max_attempts", "blocked_expectation"})
 
 
 class TaskStatus(StrEnum):
@@ -120,15 +121,21 @@ class TaskSpec:
     depends_on: tuple[str, ...] = ()
     completion: tuple[dict[str, Any], ...] = ()  # checks, as a milestone's (gateway/domain/checks.py)
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    # Seconds it may stay blocked before the operator hears of it (`task_blocked_long`); None: the
+    # contract's `plan.blocked_expectation`, if any.
+    blocked_expectation: int | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire: dict[str, Any] = {
             "id": self.task_id,
             "title": self.title,
             "depends_on": list(self.depends_on),
             "completion": [dict(c) for c in self.completion],
             "max_attempts": self.max_attempts,
         }
+        if self.blocked_expectation is not None:  # absent otherwise: the plans of before hash the same
+            wire["blocked_expectation"] = self.blocked_expectation
+        return wire
 
 
 @dataclass(frozen=True)
@@ -268,12 +275,19 @@ def _task(item: Any, where: str, problems: list[str]) -> TaskSpec | None:
     if type(attempts) is not int or not 1 <= attempts <= MAX_ATTEMPTS:
         problems.append(f"{where}.max_attempts: an integer from 1 to {MAX_ATTEMPTS}")
         attempts = DEFAULT_MAX_ATTEMPTS
+    blocked: int | None = None
+    if item.get("blocked_expectation") is not None:
+        try:
+            blocked = parse_duration(item["blocked_expectation"])
+        except ValueError as exc:
+            problems.append(f"{where}.blocked_expectation: {exc}")
     return TaskSpec(
         task_id,
         title if isinstance(title, str) else "",
         tuple(depends),
         tuple(dict(c) for c in completion if isinstance(c, Mapping)),
         attempts,
+        blocked,
     )
 
 

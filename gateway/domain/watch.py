@@ -10,6 +10,8 @@ raised once (the store keeps a row per (run, kind, episode)); a new episode is a
     budget_exhausted   nothing left of a dimension                        dimension and limit
     approval_expiring  a pending approval within its warning window       the approval
     unknown_action     an action whose outcome is unknown (any run)       the action
+    task_blocked_long  running or waiting, a task blocked longer than     the task and when it
+                       its blocked_expectation (docs/tasks.md)            became blocked
 
 The heartbeat (the worker's lease renewal) and progress are apart: a worker that renews but
 verifies nothing is `stalled`, never `lease_missed`; one that stops renewing is `lease_missed`.
@@ -32,6 +34,7 @@ KINDS: tuple[str, ...] = (
     "budget_exhausted",
     "approval_expiring",
     "unknown_action",
+    "task_blocked_long",
 )
 
 
@@ -51,6 +54,13 @@ class PendingApproval:
 
 
 @dataclass(frozen=True)
+class BlockedTask:
+    task_id: str
+    since: float  # when it became blocked
+    expectation: float  # seconds it may stay blocked (the task's, else the contract's plan.blocked_expectation)
+
+
+@dataclass(frozen=True)
 class RunWatch:
     """A live run as the watchdog sees it."""
 
@@ -66,6 +76,7 @@ class RunWatch:
     limits: dict[str, int]
     remaining: dict[str, int]  # as the gate sees it at `now`: spent and reserved both count
     approvals: tuple[PendingApproval, ...] = ()
+    blocked: tuple[BlockedTask, ...] = ()  # its blocked tasks that have an expectation
 
 
 @dataclass(frozen=True)
@@ -134,6 +145,16 @@ def run_alerts(run: RunWatch, now: float, policy: WatchPolicy = WatchPolicy()) -
                 tool=approval.tool,
                 decide_by=isoformat(approval.decide_by),
             )
+    if live:
+        for task in run.blocked:
+            if now - task.since >= task.expectation:
+                alert(
+                    "task_blocked_long",
+                    f"{task.task_id}@{task.since:.6f}",
+                    task_id=task.task_id,
+                    blocked_since=isoformat(task.since),
+                    blocked_expectation=task.expectation,
+                )
     return alerts
 
 

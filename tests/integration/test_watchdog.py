@@ -9,6 +9,7 @@ import pytest
 
 from gateway.domain.leases import token_hash
 from gateway.domain.lifecycle import RunStatus
+from gateway.domain.tasks import TaskStatus, parse_plan
 from gateway.runtime.settings import WatchdogSettings, Webhook
 from gateway.runtime.watchdog import Watchdog
 from gateway.store.records import ApprovalStatus
@@ -192,3 +193,55 @@ async def test_a_damaged_counter_row_stops_neither_the_tick_nor_the_watch_of_oth
     assert (await world.run(good.run_id)).status is RunStatus.EXPIRED
     other = await world.new_run()
     assert [r.run_id for r in (await world.store.watch_state()).runs] == [other.run_id]
+
+
+async def test_a_task_blocked_longer_than_its_expectation_raises_its_alert_once_per_spell(world: World) -> None:
+    run = await world.new_run(lease_ttl="2h", plan={"blocked_expectation": "1h"})
+    plan = parse_plan(
+        [
+            {"id": "quick", "title": "Needs an answer soon", "blocked_expectation": "10m"},
+            {"id": "slow", "title": "May wait an hour"},
+        ],
+        max_tasks=10,
+    )
+    store, epoch = world.store, 1
+
+    async def blocked_alerts() -> list[dict[str, Any]]:
+        return [data for kind, data in await alerts(world, run.run_id) if kind == "task_blocked_long"]
+
+    async def move(task_id: str, status: TaskStatus) -> None:
+        done = await store.move_task(run.run_id, epoch=epoch, worker="worker-1", task_id=task_id, status=status)
+        assert not hasattr(done, "refusal"), done
+
+    saved = await store.save_plan(run.run_id, epoch=epoch, worker="worker-1", expected_version=0, plan=plan)
+    assert not hasattr(saved, "refusal"), saved
+    for task_id in ("quick", "slow"):
+        await move(task_id, TaskStatus.RUNNING)
+        await move(task_id, TaskStatus.BLOCKED)
+    dog = watchdog(world)
+    world.clock.advance(599)
+    await dog.tick()
+    assert await blocked_alerts() == []
+    world.clock.advance(1)  # the quick one's ten minutes
+    tick = await dog.tick()
+    assert [(r.alert.kind, r.alert.data["task_id"]) for r in tick.raised] == [("task_blocked_long", "quick")]
+    world.clock.advance(3000)  # an hour for the slow one (the contract's expectation)
+    await dog.tick()
+    await dog.tick()
+    found = [(data["task_id"], data["blocked_expectation"]) for data in await blocked_alerts()]
+    assert found == [("quick", 600), ("slow", 3600)]
+
+    # Unblocked and blocked again: a new spell, alerted again once its ten minutes pass.
+    await move("quick", TaskStatus.RUNNING)
+    await move("quick", TaskStatus.BLOCKED)
+    await dog.tick()
+    world.clock.advance(600)
+    await dog.tick()
+    assert [d["task_id"] for d in await blocked_alerts()] == ["quick", "slow", "quick"]
+    # An operator's pause: they know; nothing more is raised while it lasts.
+    await move("slow", TaskStatus.RUNNING)
+    await move("slow", TaskStatus.BLOCKED)
+    await world.store.pause(OPS, run.run_id, "looking into it")
+    world.clock.advance(7200)
+    await dog.tick()
+    assert len(await blocked_alerts()) == 3

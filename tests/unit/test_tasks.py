@@ -207,6 +207,13 @@ def test_a_plan_keeps_its_order_and_defaults() -> None:
     assert tasks(plan.to_wire()) == plan
 
 
+def test_a_blocked_expectation_is_a_duration_in_seconds_and_absent_from_the_wire_when_unset() -> None:
+    plan = tasks([{"id": "a", "title": "A", "blocked_expectation": "10m"}, {"id": "b", "title": "B"}])
+    assert [t.blocked_expectation for t in plan.tasks] == [600, None]
+    assert plan.to_wire()[0]["blocked_expectation"] == 600 and "blocked_expectation" not in plan.to_wire()[1]
+    assert tasks(plan.to_wire()) == plan
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -227,6 +234,8 @@ def test_a_plan_keeps_its_order_and_defaults() -> None:
         ([{"id": "a", "title": "A", "depends_on": [f"d{i}" for i in range(51)]}], "at most 50 tasks"),
         ([{"id": "a", "title": "A", "depends_on": ["b"]}, {"id": "b", "title": "B", "depends_on": ["a"]}], "a cycle"),
         ([{"id": "a", "title": "x" * 501}], "at most 500 characters"),
+        ([{"id": "a", "title": "A", "blocked_expectation": "soon"}], "tasks[0].blocked_expectation"),
+        ([{"id": "a", "title": "A", "blocked_expectation": 0}], "tasks[0].blocked_expectation"),
     ],
 )
 def test_a_plan_that_does_not_hold_together_is_refused_plan_invalid_naming_why(body: Any, expected: str) -> None:

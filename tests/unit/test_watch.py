@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from gateway.clock import isoformat
 from gateway.config import load_settings
 from gateway.domain import PendingApproval, RunStatus, RunWatch, UnknownAction, open_alerts
-from gateway.domain.watch import run_alerts
+from gateway.domain.watch import BlockedTask, run_alerts
 from gateway.errors import ConfigError
 
 NOW = 1_800_000_000.0
@@ -152,3 +153,23 @@ def test_a_missing_webhook_secret_stops_start_up_naming_the_variable(tmp_path: P
 def test_an_invalid_webhook_stops_start_up(tmp_path: Path, webhooks: str) -> None:
     with pytest.raises(ConfigError):
         load_settings(_config(tmp_path, f"webhooks: {webhooks}\n"), {"WARRANT_LEDGER_KEY": "k", "S": "s"})
+
+
+@pytest.mark.parametrize(
+    ("status", "after", "alerted"),
+    [
+        (RunStatus.RUNNING, 599, False),
+        (RunStatus.RUNNING, 600, True),
+        (RunStatus.WAITING, 600, True),
+        (RunStatus.PAUSED, 6000, False),  # its operator is on it
+    ],
+)
+def test_a_task_blocked_past_its_expectation_is_alerted_while_the_run_is_live(
+    status: RunStatus, after: float, alerted: bool
+) -> None:
+    run = replace(RUN, status=status, lease_expires_at=None, blocked=(BlockedTask("t1", NOW - after, 600.0),))
+    found = [a for a in run_alerts(run, NOW) if a.kind == "task_blocked_long"]
+    assert bool(found) is alerted
+    if found:
+        assert found[0].episode == f"t1@{NOW - after:.6f}"
+        assert found[0].data == {"task_id": "t1", "blocked_since": isoformat(NOW - after), "blocked_expectation": 600.0}

@@ -53,6 +53,7 @@ def task_from_row(row: Row) -> TaskRecord:
         depends_on=tuple(json.loads(row["depends_on"])),
         completion=tuple(json.loads(row["completion"])),
         max_attempts=row["max_attempts"],
+        blocked_expectation=row["blocked_expectation"],
     )
     return TaskRecord(
         spec=spec,
@@ -138,18 +139,20 @@ class TaskOps(SqlBase):
             for position, spec in enumerate(plan.tasks):
                 definition = (
                     spec.title, json.dumps(list(spec.depends_on)), json.dumps(list(spec.completion)),
-                    spec.max_attempts, position, version, now,
+                    spec.max_attempts, spec.blocked_expectation, position, version, now,
                 )  # fmt: skip
                 if spec.task_id in known:
                     conn.execute(
-                        "UPDATE tasks SET title = ?, depends_on = ?, completion = ?, max_attempts = ?, position = ?, "
-                        "plan_version = ?, updated_at = ? WHERE run_id = ? AND task_id = ?",
+                        "UPDATE tasks SET title = ?, depends_on = ?, completion = ?, max_attempts = ?, "
+                        "blocked_expectation = ?, position = ?, plan_version = ?, updated_at = ? "
+                        "WHERE run_id = ? AND task_id = ?",
                         (*definition, run_id, spec.task_id),
                     )
                 else:
                     conn.execute(
-                        "INSERT INTO tasks (title, depends_on, completion, max_attempts, position, plan_version, "
-                        "updated_at, run_id, task_id, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
+                        "INSERT INTO tasks (title, depends_on, completion, max_attempts, blocked_expectation, "
+                        "position, plan_version, updated_at, run_id, task_id, status) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
                         (*definition, run_id, spec.task_id),
                     )
             conn.execute("UPDATE runs SET plan_version = ?, updated_at = ? WHERE run_id = ?", (version, now, run_id))
@@ -342,11 +345,12 @@ def inherit_plan(conn: Conn, predecessor: str, successor: str, now: float) -> di
         (successor, predecessor, version),
     )
     conn.execute(
-        "INSERT INTO tasks (run_id, task_id, position, title, depends_on, completion, max_attempts, status, attempts, "
-        "output_ref, error, checks, plan_version, updated_at, started_at, finished_at) "
-        f"SELECT ?, task_id, position, title, depends_on, completion, max_attempts, CASE WHEN status IN "
-        f"({_RESTARTED_SQL}) THEN 'ready' ELSE status END, attempts, output_ref, error, checks, plan_version, ?, "
-        "started_at, finished_at FROM tasks WHERE run_id = ?",
+        "INSERT INTO tasks (run_id, task_id, position, title, depends_on, completion, max_attempts, "
+        "blocked_expectation, status, attempts, output_ref, error, checks, plan_version, updated_at, started_at, "
+        "finished_at) "
+        "SELECT ?, task_id, position, title, depends_on, completion, max_attempts, blocked_expectation, "
+        f"CASE WHEN status IN ({_RESTARTED_SQL}) THEN 'ready' ELSE status END, attempts, output_ref, error, checks, "
+        "plan_version, ?, started_at, finished_at FROM tasks WHERE run_id = ?",
         (successor, now, predecessor),
     )
     conn.execute("UPDATE runs SET plan_version = ? WHERE run_id = ?", (version, successor))

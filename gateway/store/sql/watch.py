@@ -17,7 +17,7 @@ from gateway.canonical import canonical_json
 from gateway.clock import isoformat
 from gateway.domain.lifecycle import RunStatus
 from gateway.domain.units import parse_duration
-from gateway.domain.watch import PendingApproval, RunWatch, UnknownAction
+from gateway.domain.watch import BlockedTask, PendingApproval, RunWatch, UnknownAction
 from gateway.errors import DamagedRecord
 from gateway.ids import new_id
 from gateway.store.records import AlertDraft, Delivery, RaisedAlert, Sweep, WatchState
@@ -118,10 +118,20 @@ class WatchOps(SqlBase):
                 pending.setdefault(a["run_id"], []).append(
                     PendingApproval(a["approval_id"], a["tool"], a["created_at"], a["decide_by"])
                 )
+            blocked: dict[str, list[tuple[str, float, int | None]]] = {}
+            for t in conn.execute(
+                "SELECT t.run_id, t.task_id, t.updated_at, t.blocked_expectation FROM tasks t JOIN runs r "
+                "ON r.run_id = t.run_id WHERE t.status = 'blocked' AND r.status IN ('running', 'waiting', 'paused')"
+                f"{' AND r.tenant = ?' if tenant is not None else ''} ORDER BY t.run_id, t.position",
+                only_args,
+            ):
+                blocked.setdefault(t["run_id"], []).append((t["task_id"], t["updated_at"], t["blocked_expectation"]))
             runs = []
             for row in rows:
                 try:
-                    runs.append(self._watch(row, now, tuple(pending.get(row["run_id"], ()))))
+                    runs.append(
+                        self._watch(row, now, tuple(pending.get(row["run_id"], ())), blocked.get(row["run_id"], []))
+                    )
                 except DamagedRecord as exc:  # one damaged row must not blind the watchdog to the rest
                     log.error("the watchdog passed over run %s: %s", row["run_id"], exc.message)
             unknown = [
@@ -137,9 +147,18 @@ class WatchOps(SqlBase):
         return await self._db.read(read)
 
     @staticmethod
-    def _watch(row: Row, now: float, approvals: tuple[PendingApproval, ...]) -> RunWatch:
+    def _watch(
+        row: Row, now: float, approvals: tuple[PendingApproval, ...], blocked: list[tuple[str, float, int | None]]
+    ) -> RunWatch:
         run = run_from_row(row)
         expectation = run.contract.get("progress_expectation")  # JSON read in Python: the same on both back ends
+        default = (run.contract.get("plan") or {}).get("blocked_expectation")
+        fallback = float(parse_duration(default)) if default is not None else None
+        waits = []
+        for task_id, since, own in blocked:
+            limit = float(own) if own is not None else fallback
+            if limit is not None:  # a task without an expectation is never "blocked too long"
+                waits.append(BlockedTask(task_id, since, limit))
         return RunWatch(
             run_id=run.run_id,
             tenant=run.tenant,
@@ -153,6 +172,7 @@ class WatchOps(SqlBase):
             limits=run.limits,
             remaining=run.snapshot().remaining(now),
             approvals=approvals,
+            blocked=tuple(waits),
         )
 
     async def raise_alerts(self, alerts: Sequence[AlertDraft], *, max_attempts: int) -> list[RaisedAlert]:
