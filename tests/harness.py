@@ -19,7 +19,6 @@ Tools (adapter `t`; exposed as `t__<name>`), each appending to `Tools.calls` whe
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import socket
 import sqlite3
@@ -41,6 +40,7 @@ from gateway.policy import ToolPolicy
 from gateway.store import Store
 from gateway.store.records import ActionRecord, ApprovalRecord, EventRecord, Principal, RunRecord
 from gateway.store.sqlite import SQLiteStore
+from tests.contracts import gate_contract
 
 TENANT = "acme"
 LEDGER_KEY = b"test-ledger-key-never-used-in-production"
@@ -65,19 +65,9 @@ TOOLS: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {
     "nopolicy": (NOTHING, None),
 }
 
-CONTRACT: dict[str, Any] = {
-    "goal": "exercise the gate",
-    "spec_version": "v1",
-    "owner": "ops@acme.example",
-    "expires_in": "72h",
-    "lease_ttl": "5m",
-    "budgets": {"spend": "100.00", "tool_calls": 1000, "writes": 100, "active_seconds": 100000},
-    "authority": {
-        "allow": ["t__*"],
-        "deny": ["t__denied"],
-        "constraints": {"t__constrained": "args.to.endsWith('@acme.example')"},
-    },
-}
+# tests/contracts.py builds every test contract; the gate's, changed by keyword, is `contract` here too.
+contract = gate_contract
+CONTRACT: dict[str, Any] = gate_contract()
 
 
 def free_port() -> int:
@@ -113,17 +103,6 @@ async def uvicorn_serving(app: Any) -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, WAIT)
-
-
-def contract(**changes: Any) -> dict[str, Any]:
-    """The test contract; `budgets` and `authority` changes are merged, everything else replaced."""
-    body = copy.deepcopy(CONTRACT)
-    for key, value in changes.items():
-        if key in ("budgets", "authority"):
-            body[key].update(value)
-        else:
-            body[key] = value
-    return body
 
 
 def op(operation_id: str) -> dict[str, str]:

@@ -26,6 +26,7 @@ from gateway.config import load_settings
 from gateway.mcp import WARRANT_TOOLS
 from gateway.service import Gateway
 from tests.adapters.conftest import SERVER, WAIT, Notebook, free_port, wait_until
+from tests.contracts import contract
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -36,15 +37,7 @@ POLICY = """tools:
   files__archive_note: {effect: write}
   files__slow_write: {effect: write}
 """
-CONTRACT: dict[str, Any] = {
-    "goal": "Pin downstream tools",
-    "spec_version": "v1",
-    "owner": "ana@acme.example",
-    "expires_in": "72h",
-    "lease_ttl": "5m",
-    "budgets": {"spend": "1.00", "tool_calls": 100, "writes": 10, "active_seconds": 7200},
-    "authority": {"allow": ["files__*"]},
-}
+CONTRACT: dict[str, Any] = contract(goal="Pin downstream tools", authority={"allow": ["files__*"]})
 
 
 @dataclass

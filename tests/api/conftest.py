@@ -21,6 +21,7 @@ from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.config import load_settings
 from gateway.service import Gateway
+from tests.contracts import contract
 from tests.harness import free_port
 
 KEYS = {
@@ -32,15 +33,7 @@ KEYS = {
     "other": ("globex", "admin"),
 }
 
-CONTRACT: dict[str, Any] = {
-    "goal": "Test the operator API",
-    "spec_version": "v1",
-    "owner": "ana@acme.example",
-    "expires_in": "72h",
-    "lease_ttl": "5m",
-    "budgets": {"spend": "1.00", "tool_calls": 100, "writes": 10, "active_seconds": 7200},
-    "authority": {"allow": ["shop__*"]},
-}
+CONTRACT: dict[str, Any] = contract()  # tests/contracts.py: the base contract is this one
 
 
 @dataclass

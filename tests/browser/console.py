@@ -27,6 +27,7 @@ import pytest
 from mcp import Client
 from playwright.async_api import Page
 
+from tests.contracts import contract as base_contract
 from tests.e2e.serving import ROOT, clean_environ, code_of, mcp_agent, warrant_serve
 from tests.harness import free_port
 
@@ -56,16 +57,7 @@ CHROMIUM_ARGS = [
 
 
 def contract(goal: str = "Collect vendor notes and send one to a partner") -> dict[str, Any]:
-    return {
-        "goal": goal,
-        "spec_version": "v1",
-        "owner": "ana@acme.example",
-        "expires_in": "72h",
-        "lease_ttl": "5m",
-        "budgets": {"spend": "1.00", "tool_calls": 100, "writes": 10, "active_seconds": 7200},
-        "authority": {"allow": ["notes__*"]},
-        "milestones": [{"id": "notes"}],
-    }
+    return base_contract(goal=goal, authority={"allow": ["notes__*"]}, milestones=[{"id": "notes"}])
 
 
 def chromium_executable() -> str:

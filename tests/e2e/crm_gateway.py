@@ -18,21 +18,19 @@ import httpx
 
 from gateway.clock import SystemClock
 from gateway.store.factory import open_store
+from tests.contracts import contract
 from tests.e2e.serving import ROOT, clean_environ, run_with_lease, warrant_serve
 from tests.harness import free_port
 from tests.integration.test_http_services import SECRETS, Service, adapter_copy
 
 WAIT = 20.0  # seconds: the bound on every start, stop and call here
 LEDGER_KEY = "shutdown-e2e-ledger-key"
-CONTRACT: dict[str, Any] = {
-    "goal": "Keep the CRM",
-    "spec_version": "v1",
-    "owner": "ana@acme.example",
-    "expires_in": "72h",
-    "lease_ttl": "1h",
-    "budgets": {"spend": "5.00", "tool_calls": 100, "writes": 50, "active_seconds": 7200},
-    "authority": {"allow": ["crm__*"]},
-}
+CONTRACT: dict[str, Any] = contract(
+    goal="Keep the CRM",
+    lease_ttl="1h",
+    budgets={"spend": "5.00", "writes": 50},
+    authority={"allow": ["crm__*"]},
+)
 
 
 @dataclass

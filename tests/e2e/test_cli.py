@@ -25,6 +25,8 @@ import mcp.types as types
 import pytest
 from mcp import Client
 
+from tests.contracts import DROP
+from tests.contracts import contract as base_contract
 from tests.e2e.serving import ROOT, clean_environ, mcp_agent, warrant_serve
 from tests.e2e.test_mcp_end_to_end import code_of
 from tests.harness import free_port
@@ -140,14 +142,13 @@ async def test_a_run_created_from_a_yaml_contract_is_listed_and_shown(served: Se
 
 
 async def test_a_contract_from_stdin_creates_a_run_and_a_bad_one_names_its_problems(served: Served) -> None:
-    contract = {
-        "goal": "from a pipe",
-        "spec_version": "v1",
-        "owner": "ana@acme.example",
-        "expires_in": "1h",
-        "budgets": {"spend": "0.50", "tool_calls": 5, "writes": 1, "active_seconds": 600},
-        "authority": {"allow": ["notes__search"]},
-    }
+    contract = base_contract(
+        goal="from a pipe",
+        expires_in="1h",
+        lease_ttl=DROP,
+        budgets={"spend": "0.50", "tool_calls": 5, "writes": 1, "active_seconds": 600},
+        authority={"allow": ["notes__search"]},
+    )
     created = json.loads(await served.ok("op", "runs", "create", "-", "--json", stdin=json.dumps(contract)))
     assert created["status"] == "running" and created["goal"] == "from a pipe"
 

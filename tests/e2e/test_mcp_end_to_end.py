@@ -30,6 +30,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.adapters.conftest import Notebook, free_port, wait_until
+from tests.contracts import contract
 from tests.e2e.serving import code_of, warrant_serve
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -44,15 +45,7 @@ tools:
   files__write_note: {effect: write, cost: {spend: "0.01"}}
   files__slow_write: {effect: write, cost: {spend: "0.01"}}
 """
-CONTRACT: dict[str, Any] = {
-    "goal": "Keep the notebook",
-    "spec_version": "v1",
-    "owner": "ana@acme.example",
-    "expires_in": "72h",
-    "lease_ttl": "5m",
-    "budgets": {"spend": "1.00", "tool_calls": 100, "writes": 20, "active_seconds": 7200},
-    "authority": {"allow": ["files__*"]},
-}
+CONTRACT: dict[str, Any] = contract(goal="Keep the notebook", budgets={"writes": 20}, authority={"allow": ["files__*"]})
 
 
 @dataclass

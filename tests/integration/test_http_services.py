@@ -29,6 +29,7 @@ from gateway.config import load_settings
 from gateway.domain import OPERATION_ID_META
 from gateway.gate import CallResult
 from gateway.service import Gateway
+from tests.contracts import contract
 from tests.harness import free_port, uvicorn_serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -38,15 +39,12 @@ WAIT = 20.0
 TOOL_TIMEOUT = 3  # seconds: the shipped adapters' 10, shortened so that a call retried to its bound stays quick
 SECRETS = {"CRM_TOKEN": "it-crm-token", "EMAIL_TOKEN": "it-email-token"}
 KEYS = {"ops": "acme", "rival": "globex"}
-CONTRACT: dict[str, Any] = {
-    "goal": "Exercise the HTTP adapters",
-    "spec_version": "v1",
-    "owner": "ana@acme.example",
-    "expires_in": "72h",
-    "lease_ttl": "1h",
-    "budgets": {"spend": "5.00", "tool_calls": 100, "writes": 20, "active_seconds": 7200},
-    "authority": {"allow": ["crm__*", "email__*"]},
-}
+CONTRACT: dict[str, Any] = contract(
+    goal="Exercise the HTTP adapters",
+    lease_ttl="1h",
+    budgets={"spend": "5.00", "writes": 20},
+    authority={"allow": ["crm__*", "email__*"]},
+)
 ANA = {"email": "ana@lead.example", "name": "Ana"}
 MAIL = {"to": "team@acme.example", "subject": "Leads", "body": "Three new leads."}
 

@@ -22,6 +22,7 @@ from gateway.adapters import PythonAdapter
 from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.config import load_settings
+from tests.contracts import DROP, contract
 from tests.harness import answer_lifespan, uvicorn_serving
 
 pytestmark = pytest.mark.anyio
@@ -82,18 +83,15 @@ class World:
         return run_id, grant["token"]
 
 
-CONTRACT: dict[str, Any] = {
-    "goal": "A source-linked vendor comparison",
-    "spec_version": "v1",
-    "owner": "ana@acme.example",
-    "expires_in": "72h",
-    "budgets": {"spend": "5.00", "tool_calls": 100, "writes": 10, "active_seconds": 7200},
-    "authority": {"allow": ["shop__*"]},
-    "milestones": [
+CONTRACT: dict[str, Any] = contract(
+    goal="A source-linked vendor comparison",
+    lease_ttl=DROP,
+    budgets={"spend": "5.00"},
+    milestones=[
         {"id": "inventory", "checks": [{"artifact": "inventory", "schema": {"type": "array", "minItems": 1}}]},
         {"id": "comparison", "checks": [{"artifact": "comparison"}, {"review": {"reviewer": "rev"}}]},
     ],
-}
+)
 
 
 def shop(effects: list[dict[str, Any]]) -> PythonAdapter:

@@ -30,6 +30,7 @@ from playwright.async_api import Browser
 from pydantic import AnyUrl
 
 from tests.browser.console import chromium_executable, serve
+from tests.contracts import contract
 from tests.e2e.serving import code_of, mcp_agent
 from tests.oauth.browser import CallbackServer, Choice, Consented, ConsentRefused, chromium, consent
 
@@ -39,16 +40,11 @@ WAIT = 20.0  # seconds: the bound on every call and every sign-in
 START_WAIT = 60.0  # seconds the gateway gets to answer /healthz (imports are slow on a busy machine)
 ACCESS_TTL = 5  # seconds an access token lives (oauth.access_token_ttl): the calls after a cancel or
 # a takeover must come within it, or the SDK would refresh, be refused and ask a person again
-CONTRACT: dict[str, Any] = {
-    "goal": "Collect vendor notes for the quarterly review",
-    "spec_version": "v1",
-    "owner": "ana@acme.example",
-    "expires_in": "72h",
-    "lease_ttl": "5m",
-    "budgets": {"spend": "1.00", "tool_calls": 100, "writes": 10, "active_seconds": 7200},
-    "authority": {"allow": ["notes__*"]},
-    "approvals": [{"tool": "notes__send", "role": "approver", "valid_for": "30m"}],
-}
+CONTRACT: dict[str, Any] = contract(
+    goal="Collect vendor notes for the quarterly review",
+    authority={"allow": ["notes__*"]},
+    approvals=[{"tool": "notes__send", "role": "approver", "valid_for": "30m"}],
+)
 
 
 @dataclass

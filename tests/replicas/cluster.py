@@ -33,6 +33,7 @@ from psycopg.rows import dict_row
 from gateway.drill import Agent, Service
 from gateway.drill.world import free_port, stop_process
 from gateway.yamlfile import read_yaml
+from tests.contracts import contract
 from tests.harness_postgres import fresh_database
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,15 +48,13 @@ WEBHOOK_SECRET_ENV = "REPLICAS_WEBHOOK_SECRET"
 # The watchdog ticks every second but leaves unknown actions to the tests (they reconcile on purpose).
 WATCHDOG = {"tick": "1s", "heartbeat": "1h", "reconcile_every": "1h"}
 
-CONTRACT: dict[str, Any] = {
-    "goal": "Replicas: add leads to the CRM and write to them",
-    "spec_version": "v1",
-    "owner": "ops@acme.example",
-    "expires_in": "2h",
-    "lease_ttl": "5m",
-    "budgets": {"spend": "50.00", "tool_calls": 1000, "writes": 500, "active_seconds": 7200},
-    "authority": {"allow": ["crm__*", "email__*"]},
-}
+CONTRACT: dict[str, Any] = contract(
+    goal="Replicas: add leads to the CRM and write to them",
+    owner="ops@acme.example",
+    expires_in="2h",
+    budgets={"spend": "50.00", "tool_calls": 1000, "writes": 500},
+    authority={"allow": ["crm__*", "email__*"]},
+)
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], wait: float, every: float = 0.2) -> None:

@@ -62,6 +62,7 @@ from gateway.errors import WarrantError
 from gateway.gate import Gate
 from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.records import ApprovalStatus, Principal, RunRecord
+from tests.contracts import child_contract
 from tests.harness import APPROVER, OPS, TENANT, Backend, SQLiteBackend, Tools, contract
 from tests.harness_postgres import PostgresBackend
 
@@ -82,14 +83,10 @@ SETTINGS = settings(
 REFUSAL_EVENTS = frozenset({"action_rejected"})
 DIMS = ("spend", "tool_calls", "writes")
 ROOT_BUDGETS = {"spend": "0.50", "tool_calls": 8, "writes": 4, "active_seconds": 100000}
-CHILD = {
-    "goal": "a part of the job",
-    "spec_version": "c1",
-    "owner": "ops@acme.example",
-    "expires_in": "1h",
-    "budgets": {"spend": "0.10", "tool_calls": 3, "writes": 1, "active_seconds": 3600},
-    "authority": {"allow": ["t__paid", "t__write", "t__read", "t__approve"]},
-}
+CHILD = child_contract(
+    budgets={"spend": "0.10", "tool_calls": 3, "writes": 1},
+    authority={"allow": ["t__paid", "t__write", "t__read", "t__approve"]},
+)
 KEY_ADMIN = Principal("root", TENANT, frozenset({"admin"}))  # makes and revokes the keys that grant leases
 CALLS = {"read": {"q": "x"}, "write": {"text": "w"}, "paid": {"text": "p"}, "approve": {"text": "a"}}
 

@@ -24,6 +24,7 @@ from gateway.runtime import CancelRelay, relaying
 from gateway.service import Gateway
 from gateway.store import Store
 from gateway.store.postgres.notices import APPLICATION_NAME, listen
+from tests.contracts import child_contract
 from tests.harness import OPS, WAIT, Run, SQLiteBackend, World, code_of, open_world
 from tests.harness_postgres import PostgresBackend
 
@@ -31,14 +32,7 @@ pytestmark = pytest.mark.anyio
 
 AT_ONCE = 1.0  # seconds: how soon a call in flight on B answers after the cancel on A commits
 
-CHILD: dict[str, Any] = {
-    "goal": "a part of the job",
-    "spec_version": "c1",
-    "owner": "ops@acme.example",
-    "expires_in": "1h",
-    "budgets": {"spend": "0.20", "tool_calls": 10, "writes": 2, "active_seconds": 3600},
-    "authority": {"allow": ["t__paid", "t__write", "t__read"]},
-}
+CHILD: dict[str, Any] = child_contract()
 
 
 @dataclass

@@ -10,16 +10,12 @@ import pytest
 
 from gateway.domain import PurgeScope, parse_contract
 from gateway.store.records import SettleKind, Settlement
+from tests.contracts import child_contract
 from tests.harness import OPS, TENANT, World
 
-CHILD = {
-    "goal": "a part",
-    "spec_version": "c1",
-    "owner": "ops@acme.example",
-    "expires_in": "1h",
-    "budgets": {"spend": "1.00", "tool_calls": 5, "writes": 2, "active_seconds": 3600},
-    "authority": {"allow": ["t__paid", "t__read"]},
-}
+CHILD = child_contract(
+    goal="a part", budgets={"spend": "1.00", "tool_calls": 5}, authority={"allow": ["t__paid", "t__read"]}
+)
 
 pytestmark = pytest.mark.anyio
 

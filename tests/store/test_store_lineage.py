@@ -12,6 +12,7 @@ from gateway.errors import Conflict, Forbidden, InvalidRequest, Refusal
 from gateway.gate import META_REPLAYED
 from gateway.store.progress_records import MilestoneSubmission
 from gateway.store.records import ApprovalStatus, Refused
+from tests.contracts import child_contract
 from tests.harness import OPS, TENANT, Run, World, code_of, contract, op, text_of
 
 pytestmark = pytest.mark.anyio
@@ -290,14 +291,7 @@ async def test_a_successor_without_a_reason_is_refused_and_nothing_is_recorded(w
 
 
 # -- delegated sub-runs ----------------------------------------------------------------------
-CHILD: dict[str, Any] = {
-    "goal": "a part of the job",
-    "spec_version": "c1",
-    "owner": "ops@acme.example",
-    "expires_in": "1h",
-    "budgets": {"spend": "0.20", "tool_calls": 10, "writes": 2, "active_seconds": 3600},
-    "authority": {"allow": ["t__paid", "t__write", "t__read"]},
-}
+CHILD: dict[str, Any] = child_contract()
 
 
 async def delegate(world: World, parent: Run, **changes: Any) -> tuple[str, str]:

@@ -13,10 +13,11 @@ import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
+
+from tests.contracts import contract as base_contract
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -69,15 +70,13 @@ async def test_the_demo_tools_list_is_unchanged(tmp_path: Path, monkeypatch: pyt
         monkeypatch.setenv(name, "surface-token")
     settings = load_settings(ROOT / "warrant.yaml", env)
     settings = dataclasses.replace(settings, database=f"sqlite:///{tmp_path}/w.db")
-    contract: dict[str, Any] = {
-        "goal": "List the demo's tools",
-        "spec_version": "v1",
-        "owner": "ana@acme.example",
-        "expires_in": "1h",
-        "lease_ttl": "1h",
-        "budgets": {"spend": "1.00", "tool_calls": 10, "writes": 1, "active_seconds": 600},
-        "authority": {"allow": ["*"]},
-    }
+    contract = base_contract(
+        goal="List the demo's tools",
+        expires_in="1h",
+        lease_ttl="1h",
+        budgets={"tool_calls": 10, "writes": 1, "active_seconds": 600},
+        authority={"allow": ["*"]},
+    )
     async with uvicorn_serving(create_app(settings)) as url:
         headers = {"Authorization": "Bearer surface-admin"}
         async with httpx.AsyncClient(base_url=url, headers=headers, timeout=20) as api:

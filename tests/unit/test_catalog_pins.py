@@ -12,6 +12,7 @@ from gateway.domain import Contract
 from gateway.errors import ConfigError
 from gateway.policy import ToolPolicy, authority_refusal
 from gateway.store.records import ToolPin
+from tests.contracts import contract as base
 
 SCHEMA: dict[str, Any] = {"type": "object"}
 
@@ -143,15 +144,13 @@ def test_a_changed_tool_is_refused_after_policy_and_contract_and_before_its_argu
     policies = {"files__write": policy(effect="write"), "files__outside": policy(effect="write")}
     catalog, _ = catalog_of(files, policies=policies)
     terms = Contract.model_validate(
-        {
-            "goal": "g",
-            "spec_version": "v1",
-            "owner": "o",
-            "expires_in": "1h",
-            "lease_ttl": "5m",
-            "budgets": {"spend": "1.00", "tool_calls": 1, "writes": 1, "active_seconds": 60},
-            "authority": {"allow": ["files__*"], "deny": ["files__outside"]},
-        }
+        base(
+            goal="g",
+            owner="o",
+            expires_in="1h",
+            budgets={"tool_calls": 1, "writes": 1, "active_seconds": 60},
+            authority={"allow": ["files__*"], "deny": ["files__outside"]},
+        )
     ).terms()
 
     def code(name: str) -> str | None:

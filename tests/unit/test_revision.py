@@ -12,22 +12,20 @@ import pytest
 from gateway.domain import Contract, Effect, child_refusal, classify, invalidated_milestones, merge_patch, narrow_child
 from gateway.domain.revision import Narrowed, covers
 from gateway.errors import InvalidRequest, Refusal
+from tests.contracts import DROP
+from tests.contracts import contract as base
 
-BASE: dict[str, Any] = {
-    "goal": "compare vendors",
-    "spec_version": "v1",
-    "owner": "ana@acme.example",
-    "expires_in": "72h",
-    "lease_ttl": "5m",
-    "budgets": {"spend": "20.00", "tool_calls": 500, "writes": 20, "active_seconds": 7200},
-    "authority": {
+BASE: dict[str, Any] = base(
+    goal="compare vendors",
+    budgets={"spend": "20.00", "tool_calls": 500, "writes": 20},
+    authority={
         "allow": ["crm__*", "email__send"],
         "deny": ["crm__delete_*"],
         "constraints": {"email__send": "args.to.endsWith('@acme.example')"},
     },
-    "approvals": [{"tool": "crm__create_contact"}],
-    "milestones": [{"id": "inventory", "checks": [{"artifact": "inventory"}]}, {"id": "draft"}],
-}
+    approvals=[{"tool": "crm__create_contact"}],
+    milestones=[{"id": "inventory", "checks": [{"artifact": "inventory"}]}, {"id": "draft"}],
+)
 
 
 def contract(patch: dict[str, Any] | None = None) -> Contract:
@@ -276,18 +274,18 @@ def test_invalidated_milestones_are_the_removed_ones_and_those_with_changed_chec
 
 # -- narrow_child ----------------------------------------------------------------------------
 REMAINING = {"spend": 1000, "tool_calls": 100, "writes": 10, "active_seconds": 3600}
-CHILD: dict[str, Any] = {
-    "goal": "draft the email",
-    "spec_version": "c1",
-    "owner": "ana@acme.example",
-    "expires_in": "1h",
-    "budgets": {"spend": "10.00", "tool_calls": 100, "writes": 10, "active_seconds": 3600},
-    "authority": {
+CHILD: dict[str, Any] = base(
+    goal="draft the email",
+    spec_version="c1",
+    expires_in="1h",
+    lease_ttl=DROP,
+    budgets={"spend": "10.00", "tool_calls": 100, "writes": 10, "active_seconds": 3600},
+    authority={
         "allow": ["crm__search_*", "email__send"],
         "constraints": {"email__send": "size(args.to) < 40", "crm__search_x": "true"},
     },
-    "approvals": [{"tool": "email__send"}],
-}
+    approvals=[{"tool": "email__send"}],
+)
 
 
 def child(patch: dict[str, Any] | None = None) -> Contract:

@@ -32,6 +32,8 @@ from gateway.domain.tasks import (
     revision_refusal,
 )
 from gateway.errors import Code, Refusal
+from tests.contracts import DROP
+from tests.contracts import contract as base
 
 S = TaskStatus
 P, RD, RU, B, WA, RT = S.PENDING, S.READY, S.RUNNING, S.BLOCKED, S.WAITING_FOR_APPROVAL, S.RETRYING
@@ -373,15 +375,15 @@ def test_the_current_task_is_the_one_under_way_and_the_next_the_first_ready() ->
 
 # -- the contract's plan rules ------------------------------------------------------------------
 def base_contract(**extra: Any) -> dict[str, Any]:
-    return {
-        "goal": "g",
-        "spec_version": "v1",
-        "owner": "o",
-        "expires_in": "1h",
-        "budgets": {"spend": "1.00", "tool_calls": 10, "writes": 1, "active_seconds": 60},
-        "authority": {"allow": ["*"]},
+    return base(
+        goal="g",
+        owner="o",
+        expires_in="1h",
+        lease_ttl=DROP,
+        budgets={"tool_calls": 10, "writes": 1, "active_seconds": 60},
+        authority={"allow": ["*"]},
         **extra,
-    }
+    )
 
 
 def test_a_contract_without_plan_rules_keeps_todays_behaviour() -> None:
