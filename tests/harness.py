@@ -19,14 +19,16 @@ Tools (adapter `t`; exposed as `t__<name>`), each appending to `Tools.calls` whe
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import socket
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Coroutine
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio
 
@@ -45,6 +47,7 @@ from tests.contracts import gate_contract
 TENANT = "acme"
 LEDGER_KEY = b"test-ledger-key-never-used-in-production"
 WAIT = 10.0  # seconds: the bound on every wait in these tests
+T = TypeVar("T")
 
 OPS = Principal("ops", TENANT, frozenset({"operator"}))
 APPROVER = Principal("ana", TENANT, frozenset({"approver"}))
@@ -68,6 +71,50 @@ TOOLS: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {
 # tests/contracts.py builds every test contract; the gate's, changed by keyword, is `contract` here too.
 contract = gate_contract
 CONTRACT: dict[str, Any] = gate_contract()
+
+
+def eventually_sync(check: Callable[[], T], *, wait: float = WAIT, every: float = 0.05) -> T:
+    """Call `check` every `every` seconds until it returns a true value without failing an
+    assertion, and return that value; after `wait` seconds raise AssertionError carrying the last
+    failure. For a condition another thread or process makes true: no event to wait on here."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            value = check()
+            if value:
+                return value
+            failure = AssertionError(f"{_name(check)} still answered {value!r}")
+        except AssertionError as error:
+            failure = error
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"not within {wait:g} s: {failure}") from failure
+        time.sleep(every)
+
+
+async def eventually(check: Callable[[], T | Awaitable[T]], *, wait: float = WAIT, every: float = 0.05) -> T:
+    """`eventually_sync` for the event loop: `check` may be a coroutine function (each call is
+    bounded by the time left), and the loop sleeps between calls. Use it where a condition comes
+    true in another process or through a store that signals nothing; wait on the event itself
+    where there is one (`Tools.wait_for_effects`, a task, an `asyncio.Event`)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            with anyio.fail_after(max(deadline - time.monotonic(), every)):
+                value = check()
+                if inspect.isawaitable(value):
+                    value = await value
+            if value:
+                return value  # type: ignore[return-value]
+            failure = AssertionError(f"{_name(check)} still answered {value!r}")
+        except (AssertionError, TimeoutError) as error:
+            failure = AssertionError(str(error) or f"{_name(check)} did not answer")
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"not within {wait:g} s: {failure}") from failure
+        await anyio.sleep(every)
+
+
+def _name(check: Callable[..., Any]) -> str:
+    return getattr(check, "__qualname__", repr(check))
 
 
 def free_port() -> int:
@@ -94,10 +141,7 @@ async def uvicorn_serving(app: Any) -> AsyncIterator[str]:
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     task = asyncio.create_task(server.serve())
     try:
-        for _ in range(int(WAIT * 100)):
-            if server.started or task.done():
-                break
-            await asyncio.sleep(0.01)
+        await eventually(lambda: server.started or task.done(), every=0.01)
         assert server.started, "uvicorn did not start"
         yield f"http://127.0.0.1:{port}"
     finally:
