@@ -20,12 +20,11 @@ import secrets
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import psycopg
 from psycopg.rows import dict_row
@@ -34,6 +33,7 @@ from gateway.drill import Agent, Service
 from gateway.drill.world import free_port, stop_process
 from gateway.yamlfile import read_yaml
 from tests.contracts import contract
+from tests.harness import eventually
 from tests.harness_postgres import fresh_database
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,11 +57,14 @@ CONTRACT: dict[str, Any] = contract(
 )
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], wait: float, every: float = 0.2) -> None:
-    """Ask `check` every `every` seconds until it answers True; fail the test after `wait` seconds."""
-    with anyio.fail_after(wait):
-        while not await check():  # noqa: ASYNC110 (polling real processes: no event to wait on)
-            await anyio.sleep(every)
+def seqs(history: list[dict[str, Any]], type: str, **data: Any) -> list[int]:
+    """The seqs of the entries of `history` (a run's ledger, `Cluster.ledger`) of this `type` whose
+    data holds every key of `data` with that value, in the ledger's order."""
+    return [
+        entry["seq"]
+        for entry in history
+        if entry["type"] == type and all(entry["data"].get(key) == value for key, value in data.items())
+    ]
 
 
 @dataclass
@@ -88,15 +91,16 @@ class Replica:
         process = self.process = self._spawn()
 
         async def healthy() -> bool:
-            assert process.poll() is None, f"{self.name} exited {process.returncode}:\n{self.log.read_text()[-3000:]}"
+            if process.poll() is not None:  # not an assertion: `eventually` would ask again until its end
+                raise RuntimeError(f"{self.name} exited {process.returncode}:\n{self.log.read_text()[-3000:]}")
             with contextlib.suppress(httpx.TransportError):
                 async with httpx.AsyncClient(timeout=2) as http:
                     return (await http.get(f"{self.url}/healthz")).status_code == 200
             return False
 
         try:
-            await eventually(healthy, START_WAIT, every=0.05)
-        except TimeoutError:
+            await eventually(healthy, wait=START_WAIT, every=0.05)
+        except AssertionError:
             raise AssertionError(f"{self.name} did not answer /healthz:\n{self.log.read_text()[-3000:]}") from None
 
     def _spawn(self) -> subprocess.Popen[bytes]:
@@ -187,6 +191,15 @@ class Cluster:
         with psycopg.connect(self.database, row_factory=dict_row, autocommit=True) as conn:
             cursor = conn.execute(statement.encode(), params)
             return cursor.fetchall() if cursor.description else []
+
+    async def ledger(self, run_id: str, via: Replica | None = None) -> list[dict[str, Any]]:
+        """The run's ledger, every entry in seq order, as the events API of `via` (A by default)
+        shows it to an auditor. Ordering facts come from here: one sequence for the run whichever
+        replica wrote the entry, where the replicas' and the test's clocks order nothing."""
+        page = await (via or self.a).ok("GET", f"/api/runs/{run_id}/events", "auditor", params={"limit": "1000"})
+        history: list[dict[str, Any]] = page["items"]
+        assert [entry["seq"] for entry in history] == list(range(1, len(history) + 1)), "a page, not the whole ledger"
+        return history
 
     async def start_run(
         self, via: Replica | None = None, worker: str = "worker-1", **overrides: Any

@@ -6,7 +6,7 @@ import secrets
 
 import pytest
 
-from tests.replicas.cluster import Cluster
+from tests.replicas.cluster import Cluster, seqs
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -27,6 +27,10 @@ async def test_a_run_made_on_one_replica_is_led_by_the_other_and_a_takeover_ther
     renew = await a.request("POST", "/api/leases/renew", headers={"Authorization": f"Bearer {first['token']}"})
     assert renew.status_code == 409, renew.text
     assert renew.json()["error"]["code"] == "lease_superseded"
+    history = await cluster.ledger(run_id, via=a)  # B's grant, in the ledger A reads: after A's, fencing it
+    granted = seqs(history, "lease_granted")
+    assert granted == seqs(history, "lease_granted", worker="w1") + seqs(history, "lease_granted", worker="w2")
+    assert [entry["data"]["epoch"] for entry in history if entry["seq"] in granted] == [first["epoch"], taken["epoch"]]
 
 
 async def test_a_takeover_through_a_refuses_the_old_workers_next_call_on_b_and_nothing_reaches_the_crm(
@@ -56,3 +60,13 @@ async def test_a_takeover_through_a_refuses_the_old_workers_next_call_on_b_and_n
     after = await new.call("crm__create_contact", {"email": fenced_email})
     assert after.ok, after
     assert len(cluster.crm.rows("contacts", "email = ?", (fenced_email,))) == 1
+
+    # The ledger's order, the one both replicas write to: the takeover's grant comes after the old
+    # worker's admission and before its refusals and the new worker's admission.
+    history = await cluster.ledger(run_id, via=b)
+    (took_over,) = seqs(history, "lease_granted", takeover=True, worker="w2", epoch=grant["epoch"])
+    (old_admitted,) = seqs(history, "action_admitted", worker="w1")
+    (new_admitted,) = seqs(history, "action_admitted", worker="w2")
+    old_refused = seqs(history, "action_rejected", worker="w1", code="lease_superseded")
+    assert len(old_refused) == 2
+    assert old_admitted < took_over < min(old_refused) and max(old_refused) < new_admitted

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from gateway.drill.cases.watchdog import Receiver
-from tests.replicas.cluster import Cluster, Replica, eventually, open_cluster
+from tests.harness import eventually
+from tests.replicas.cluster import Cluster, Replica, open_cluster
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -70,7 +71,7 @@ async def alerted_once_across_a_takeover(cluster: Cluster, receiver: Receiver) -
         delivered = deliveries() == [(kind, "delivered") for kind in KINDS]
         return delivered and await history_alerts(b, run_id) == once and receiver.alerts(run_id) == once
 
-    await eventually(alerted, WAIT)
+    await eventually(alerted, wait=WAIT, every=0.2)
 
     # Kill whichever replica holds the watchdog lease; the other takes it over and ticks.
     (lease,) = cluster.sql("SELECT holder FROM watch_leases WHERE name = 'watchdog'")
@@ -87,7 +88,7 @@ async def alerted_once_across_a_takeover(cluster: Cluster, receiver: Receiver) -
             ticks.append(lease["expires_at"])
         return len(ticks) >= 3
 
-    await eventually(ticked_thrice, WAIT)
+    await eventually(ticked_thrice, wait=WAIT, every=0.2)
 
     assert await history_alerts(survivor, run_id) == once
     assert receiver.alerts(run_id) == once
