@@ -17,7 +17,7 @@ import pytest
 from anyio.abc import Process
 
 from gateway.adapters.mcp import McpAdapter, McpAdapterConfig
-from tests.harness import free_port
+from tests.harness import eventually, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "examples" / "mcp_files_server.py"
@@ -148,9 +148,7 @@ class HttpServer:
 
 async def wait_until(predicate: Callable[[], bool]) -> None:
     """Until `predicate()` holds, bounded by WAIT. For state another process writes to a file."""
-    with anyio.fail_after(WAIT):
-        while not predicate():  # noqa: ASYNC110 - nothing to await: the other process only writes a file
-            await anyio.sleep(0.02)
+    await eventually(predicate, wait=WAIT, every=0.02)
 
 
 @pytest.fixture

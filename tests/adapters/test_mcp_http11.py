@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
+import anyio
 import pytest
 
 from gateway.adapters.http import Http11Pool, HttpxPool, Lost, Unsent
@@ -26,7 +27,7 @@ async def canned(
     connections: list[asyncio.StreamWriter] = []
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connections.append(writer)
+        accepted(connections, writer)
         try:
             n = 0
             while True:
@@ -55,12 +56,25 @@ async def canned(
         await stop(server, connections)
 
 
+_HANDLERS: dict[asyncio.StreamWriter, asyncio.Task[object]] = {}  # each connection's handler task
+
+
+def accepted(writers: list[asyncio.StreamWriter], writer: asyncio.StreamWriter) -> None:
+    """A handler's first step: its connection is counted, and `stop` waits for the handler to end."""
+    writers.append(writer)
+    task = asyncio.current_task()
+    assert task is not None
+    _HANDLERS[writer] = task
+
+
 async def stop(server: asyncio.Server, writers: list[asyncio.StreamWriter]) -> None:
     server.close()
     for writer in writers:
         writer.close()
     await server.wait_closed()
-    await asyncio.sleep(0.01)  # the handlers see their connections close and end
+    # Python 3.11's wait_closed does not wait for the handlers: each sees its connection close and ends.
+    with anyio.fail_after(10):
+        await asyncio.gather(*(_HANDLERS.pop(writer) for writer in writers), return_exceptions=True)
 
 
 async def post(pool: Http11Pool) -> tuple[int, dict[str, str], bytes]:
@@ -125,7 +139,7 @@ async def test_no_listener_is_unsent_and_a_silent_server_times_out() -> None:
     writers: list[asyncio.StreamWriter] = []
 
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writers.append(writer)
+        accepted(writers, writer)
         await reader.read()  # never answers; returns when the client goes away
 
     server = await asyncio.start_server(silent, "127.0.0.1", 0)
@@ -174,7 +188,7 @@ async def through(pool_kind: type[Http11Pool] | type[HttpxPool], raw: bytes) -> 
     writers: list[asyncio.StreamWriter] = []
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writers.append(writer)
+        accepted(writers, writer)
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             length = next(

@@ -36,7 +36,7 @@ from gateway.adapters.http import Http11Pool, HttpxPool
 from gateway.adapters.mcp import McpAdapter, McpAdapterConfig
 from tests.adapters.conftest import WAIT, HttpServer, Notebook
 from tests.adapters.test_mcp_adapter import request
-from tests.harness import free_port
+from tests.harness import eventually, free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.differential]
 # The lean path serves where the installed SDK is within its declared range (make test-newest-sdk
@@ -129,12 +129,18 @@ async def test_a_hanging_write_is_unknown_and_a_hanging_read_fails_unavailable(
     assert lean.lean is LEAN  # a timeout costs the connection, not the path
 
 
-async def test_a_cancelled_call_leaves_the_path_usable(lean: McpAdapter) -> None:
+async def test_a_cancelled_call_leaves_the_path_usable(lean: McpAdapter, shared_notebook: Notebook) -> None:
     # Its own note: under xdist this test may run on a worker the first test never reached.
     written = await lean.call(request("write_note", {"title": "c", "body": "b"}, write=True, key="wk_cancel"))
     assert written.kind is OutcomeKind.SUCCEEDED
+    hooks = shared_notebook.folder / "hooks.log"
+
+    def started() -> int:
+        return hooks.read_text().splitlines().count("hang_read started") if hooks.exists() else 0
+
+    before = started()
     task = asyncio.create_task(lean.call(request("hang_read", {}, write=False, timeout=60.0)))
-    await asyncio.sleep(0.2)
+    await eventually(lambda: started() > before)  # the read is in flight at the server: cancel it now
     task.cancel()
     with anyio.fail_after(WAIT), pytest.raises(asyncio.CancelledError):
         await task
@@ -218,10 +224,8 @@ async def serving(
     port = free_port()
     uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     task = asyncio.create_task(uv.serve())
-    with anyio.fail_after(WAIT):
-        while not uv.started:
-            assert not task.done(), "the test server did not start"
-            await asyncio.sleep(0.01)
+    await eventually(lambda: uv.started or task.done(), wait=WAIT, every=0.01)
+    assert uv.started, "the test server did not start"
     try:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:

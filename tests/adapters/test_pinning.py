@@ -27,6 +27,7 @@ from gateway.mcp import WARRANT_TOOLS
 from gateway.service import Gateway
 from tests.adapters.conftest import SERVER, WAIT, Notebook, free_port, wait_until
 from tests.contracts import contract
+from tests.harness import eventually
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -100,10 +101,8 @@ async def serving(
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     task = asyncio.create_task(server.serve())
     try:
-        with anyio.fail_after(WAIT):
-            while not server.started:
-                assert not task.done(), "the gateway did not start"
-                await anyio.sleep(0.01)
+        await eventually(lambda: server.started or task.done(), wait=WAIT, every=0.01)
+        assert server.started, "the gateway did not start"
         yield Served(f"http://127.0.0.1:{port}", app, notebook)
     finally:
         server.should_exit = True

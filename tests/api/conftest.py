@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-import time
 from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from gateway.clock import ManualClock
 from gateway.config import load_settings
 from gateway.service import Gateway
 from tests.contracts import contract
-from tests.harness import free_port
+from tests.harness import eventually, eventually_sync, free_port
 
 KEYS = {
     "ops": ("acme", "admin"),
@@ -163,10 +162,7 @@ async def serving_api(
     import asyncio
 
     task = asyncio.create_task(server.serve())
-    for _ in range(500):
-        if server.started:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: server.started or task.done(), every=0.01)
     assert server.started, "uvicorn did not start"
     try:
         yield Api(f"http://127.0.0.1:{port}", clock, effects, app, server)
@@ -209,9 +205,7 @@ def threaded_serving(app: Any) -> Iterator[ThreadedApi]:
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    eventually_sync(lambda: server.started or not thread.is_alive(), every=0.01)
     assert server.started, "uvicorn did not start"
     try:
         yield ThreadedApi(f"http://127.0.0.1:{port}", app, server, loop)

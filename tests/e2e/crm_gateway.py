@@ -20,7 +20,7 @@ from gateway.clock import SystemClock
 from gateway.store.factory import open_store
 from tests.contracts import contract
 from tests.e2e.serving import ROOT, clean_environ, run_with_lease, warrant_serve
-from tests.harness import free_port
+from tests.harness import eventually, free_port
 from tests.integration.test_http_services import SECRETS, Service, adapter_copy
 
 WAIT = 20.0  # seconds: the bound on every start, stop and call here
@@ -59,14 +59,13 @@ class Gateway:
 
     async def wait_admitted(self, run_id: str) -> str:
         """Until the run has a write admitted and not settled (bounded); its action id."""
-        with anyio.fail_after(WAIT):
-            async with self.api() as api:
-                while True:
-                    items = (await api.get(f"/api/runs/{run_id}/actions")).json()["items"]
-                    admitted = [str(a["action_id"]) for a in items if a["status"] == "admitted"]
-                    if admitted:
-                        return admitted[0]
-                    await anyio.sleep(0.02)
+        async with self.api() as api:
+
+            async def admitted() -> list[str]:
+                items = (await api.get(f"/api/runs/{run_id}/actions")).json()["items"]
+                return [str(a["action_id"]) for a in items if a["status"] == "admitted"]
+
+            return (await eventually(admitted, wait=WAIT, every=0.02))[0]
 
     def actions(self) -> dict[str, tuple[str, str | None]]:
         """Every write in the store's file, read directly: action id -> (status, reason)."""

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,8 @@ import httpx
 import httpx2
 from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
+
+from tests.harness import eventually_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 STOP_WAIT = 20.0  # seconds a stopping gateway gets before it is killed
@@ -61,14 +62,18 @@ def warrant_serve(
 def wait_healthy(proc: subprocess.Popen[bytes], url: str, log: Path, wait: float) -> None:
     """Until the gateway at URL answers /healthz 200; the test fails with LOG's tail if the process
     exits first or `wait` seconds pass."""
-    deadline = time.monotonic() + wait
-    while True:
-        assert proc.poll() is None, f"{proc.args!r} exited {proc.returncode}:\n{log.read_text()[-4000:]}"
-        assert time.monotonic() < deadline, f"{url} did not answer in time:\n{log.read_text()[-4000:]}"
+
+    def healthy() -> bool:
+        if proc.poll() is not None:  # not an AssertionError: `eventually_sync` would ask again
+            raise RuntimeError(f"{proc.args!r} exited {proc.returncode}:\n{log.read_text()[-4000:]}")
         with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        time.sleep(0.05)
+            return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+        return False
+
+    try:
+        eventually_sync(healthy, wait=wait)
+    except AssertionError as failure:
+        raise AssertionError(f"{url} did not answer in time ({failure}):\n{log.read_text()[-4000:]}") from None
 
 
 def code_of(result: types.CallToolResult) -> str | None:

@@ -80,7 +80,7 @@ async def claude_code(url: str, headers: dict[str, str]) -> AsyncIterator[Client
 
 async def silent_past_the_lease() -> None:
     """The agent says nothing for longer than its lease's TTL: the point is the time passing."""
-    await anyio.sleep(LEASE_TTL + 1.5)
+    await anyio.sleep(LEASE_TTL + 1.5)  # stays: the lease's TTL passes for real
 
 
 def outbox(folder: Path) -> list[str]:

@@ -45,7 +45,7 @@ async def test_a_holder_idle_past_its_lease_carries_on_with_the_same_token(serve
         async with served.connect(token, "auto") as client:
             first = await client.call_tool("files__write_note", {"title": "idle-before", "body": "x"})
             assert code_of(first) is None, first
-            await anyio.sleep(IDLE)
+            await anyio.sleep(IDLE)  # stays: the lease's time passes for real (a real gateway process)
             after = await client.call_tool("files__write_note", {"title": "idle-after", "body": "x"})
             names = await tool_names(client)
     assert code_of(after) is None, after
@@ -69,7 +69,7 @@ async def test_an_approval_decided_after_the_lease_time_is_usable_by_the_same_cl
             assert code_of(asked) == "approval_required", asked
             assert asked.structured_content is not None
             error = asked.structured_content["error"]
-            await anyio.sleep(IDLE)  # the agent waits, silent; a person decides after its lease's time
+            await anyio.sleep(IDLE)  # stays: the agent waits, silent; a person decides after its lease's time
             async with served.api("appr") as api:
                 decided = await api.post(
                     f"/api/approvals/{error['approval_id']}/approve", json={"expected_sha256": error["payload_sha256"]}
@@ -88,7 +88,7 @@ async def test_after_an_idle_expiry_a_takeover_still_kills_the_old_token(served:
         async with served.connect(old, "auto") as client:
             first = await client.call_tool("files__write_note", {"title": "idle-takeover-1", "body": "x"})
             assert code_of(first) is None, first
-            await anyio.sleep(IDLE)
+            await anyio.sleep(IDLE)  # stays: the lease's time passes for real (a real gateway process)
             # Polling its status is a request of the holder: it re-establishes the lease, which holds
             # again, so another worker needs an explicit takeover.
             status = await client.call_tool("warrant_status", {})

@@ -32,6 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.adapters.conftest import Notebook, free_port, wait_until
 from tests.contracts import contract
 from tests.e2e.serving import code_of, warrant_serve
+from tests.harness import eventually
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -330,9 +331,7 @@ async def pending_definition(served: Served, tool: str) -> dict[str, Any]:
         found[:] = [item for item in items if item["tool"] == tool]
         return bool(found)
 
-    with anyio.fail_after(WAIT):  # bounded: the gateway lists the notebook's tools every 0.25 s
-        while not await listed():  # noqa: ASYNC110 - another process decides when: nothing to await
-            await anyio.sleep(0.05)
+    await eventually(listed, wait=WAIT)  # the gateway lists the notebook's tools every 0.25 s
     return found[0]
 
 

@@ -25,6 +25,7 @@ from gateway.runtime import CLOSE_WAIT_S, FORCED_EXIT
 from gateway.runtime.shutdown import SHUT_DOWN_REASON
 from tests.e2e.crm_gateway import WAIT, Gateway, exited, gateway
 from tests.e2e.serving import code_of, mcp_agent
+from tests.harness import eventually
 from tests.integration.test_http_services import Service
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -34,13 +35,13 @@ CONTACT = {"email": "lee@prospect.example", "name": "Lee"}
 
 async def draining_health(url: str) -> httpx.Response:
     """`/healthz` once it no longer answers 200 (bounded)."""
-    with anyio.fail_after(WAIT):
-        async with httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
-            while True:
-                health = await http.get("/healthz")
-                if health.status_code != 200:
-                    return health
-                await anyio.sleep(0.02)
+    async with httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
+
+        async def draining() -> httpx.Response | None:
+            health = await http.get("/healthz")
+            return health if health.status_code != 200 else None
+
+        return await eventually(draining, wait=WAIT, every=0.02)
 
 
 async def slow_write_then(

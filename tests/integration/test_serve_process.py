@@ -6,14 +6,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.harness import free_port
+from tests.harness import eventually_sync, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -45,19 +44,19 @@ def _serve(config: Path, env: dict[str, str]) -> subprocess.Popen[str]:
 
 
 def _wait_healthy(port: int, proc: subprocess.Popen[str], timeout: float = 20) -> dict[str, object]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"serve exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+    def healthy() -> dict[str, object] | None:
+        if proc.poll() is not None:  # not an AssertionError: `eventually_sync` would ask again
+            raise RuntimeError(f"serve exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
         try:
             r = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
-            if r.status_code == 200:
-                body: dict[str, object] = r.json()
-                return body
         except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("serve did not answer /healthz in time")
+            return None
+        if r.status_code != 200:
+            return None
+        body: dict[str, object] = r.json()
+        return body
+
+    return eventually_sync(healthy, wait=timeout)
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from gateway.app import create_app
 from gateway.clock import ManualClock
 from gateway.config import load_settings
 from tests.api.conftest import CONTRACT, KEYS, Api, api  # noqa: F401 - the same real server
-from tests.harness import free_port
+from tests.harness import eventually, free_port
 from tests.interop.conformance_tools import POLICY_YAML, TOOLS, ConformanceAdapter
 from tests.interop.nodejs import require_node_modules
 
@@ -35,10 +35,7 @@ def _node_modules() -> None:
 async def _serve(app: Any, port: int, lifespan: str = "on") -> Callable[[], Awaitable[None]]:
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan))
     task = asyncio.create_task(server.serve())
-    for _ in range(500):
-        if server.started or task.done():
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: server.started or task.done(), every=0.01)
     assert server.started, "uvicorn did not start"
 
     async def stop() -> None:

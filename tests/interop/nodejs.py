@@ -112,7 +112,7 @@ class NodeSession:
             raise AssertionError(f"no line within {time_limit} s\n{self.story()}") from None
         if not raw:
             await self.process.wait()
-            await asyncio.sleep(0.05)  # the rest of stderr
+            await asyncio.wait_for(self._stderr_task, 5)  # the rest of stderr: read to its end
             raise AssertionError(f"the script exited ({self.process.returncode}) early\n{self.story()}")
         try:
             line: dict[str, Any] = json.loads(raw)

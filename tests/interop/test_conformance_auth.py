@@ -31,7 +31,7 @@ import httpx
 import pytest
 
 from tests.api.conftest import Api
-from tests.harness import free_port
+from tests.harness import eventually, free_port
 from tests.interop.nodejs import CONFORMANCE, node_executable
 from tests.oauth.conftest import FormBrowser, code_of, oauth_api  # noqa: F401 - the real gateway, OAuth on
 
@@ -113,14 +113,14 @@ async def test_authorization_server_scenarios_pass(oauth_api: Api, tmp_path: Pat
         code_of(answer)  # a 303 to the suite's callback, with a code
         assert answer.headers["location"].startswith(f"http://127.0.0.1:{port}/callback?")
         async with httpx.AsyncClient(timeout=10) as http:
-            for _ in range(50):  # the suite starts its callback listener as it prints the URL
-                try:
-                    callback = await http.get(answer.headers["location"])
-                    break
+
+            async def called_back() -> httpx.Response | None:
+                try:  # the suite starts its callback listener as it prints the URL
+                    return await http.get(answer.headers["location"])
                 except httpx.ConnectError:
-                    await asyncio.sleep(0.1)
-            else:
-                raise AssertionError("the suite's callback listener never answered")
+                    return None
+
+            callback = await eventually(called_back, wait=5, every=0.1)
         assert callback.status_code == 200, callback.text
         async with asyncio.timeout(TIME_LIMIT):
             rest, stderr = await process.communicate()

@@ -85,9 +85,9 @@ async def new_run(api: Api) -> tuple[str, str]:
 async def approve_past_ttl(api: Api, run_id: str, decided: list[str]) -> None:
     """A person takes longer than the lease's TTL, then approves the pending order through the API."""
     if REAL_WAIT:
-        await asyncio.sleep(PAST_TTL)
+        await asyncio.sleep(PAST_TTL)  # stays: WARRANT_INTEROP_REAL_WAIT asks for the lease's TTL to pass for real
     else:
-        await asyncio.sleep(KEEP_ALIVE + 1)  # idle for real: the server closes the agent's connections
+        await asyncio.sleep(KEEP_ALIVE + 1)  # stays, idle for real: the server closes the agent's connections
         api.clock.advance(PAST_TTL)
     async with api.client("appr") as c:
         pending = await c.get("/api/approvals", params={"run_id": run_id, "status": "pending"})

@@ -23,7 +23,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
 from tests.api.conftest import Api
-from tests.harness import free_port
+from tests.harness import eventually, free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -57,12 +57,12 @@ async def idle(api: Api, run_id: str, seconds: float, step: float = 5.0) -> None
     while moved < seconds:
         api.clock.advance(step)
         moved += step
-        with anyio.fail_after(10):
-            while True:
-                expires = (await lease_of(api, run_id)).get("expires_at")
-                if expires is not None and _epoch(expires) > api.clock.now() + 10:
-                    break
-                await anyio.sleep(0.05)
+
+        async def renewed_past() -> bool:
+            expires = (await lease_of(api, run_id)).get("expires_at")
+            return expires is not None and _epoch(expires) > api.clock.now() + 10
+
+        await eventually(renewed_past, wait=10)
 
 
 def _epoch(iso: str) -> float:
@@ -203,9 +203,7 @@ async def test_a_takeover_stops_stdio_run_with_a_clear_message(api: Api, tmp_pat
     async with bridged(params, errlog) as client:
         assert (await client.call_tool("shop__find", {"q": "x"})).is_error is False
         await api.lease_token(run_id, "agent-2", takeover=True)
-        with anyio.fail_after(10):
-            while "taken over" not in errlog.read_text():  # noqa: ASYNC110 - another process writes it
-                await anyio.sleep(0.05)
+        await eventually(lambda: "taken over" in errlog.read_text(), wait=10)  # another process writes it
         with pytest.raises(Exception):  # noqa: B017 - the bridge is gone: whatever the transport raises
             await client.call_tool("shop__charge", {"card": "visa"})
     assert api.effects == []

@@ -255,4 +255,4 @@ class CallbackServer:
             try:
                 return self.received.get_nowait()
             except queue.Empty:
-                await anyio.sleep(0.02)
+                await anyio.sleep(0.02)  # a poll of the listener thread's queue, which signals nothing

@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -21,7 +20,7 @@ from starlette.routing import Route
 
 from gateway.adapters.http import HttpAdapter, HttpAdapterConfig
 from tests.api.conftest import serving_api
-from tests.harness import free_port
+from tests.harness import uvicorn_serving
 from tests.oauth.conftest import OAUTH, FormBrowser, code_of, write_templates
 
 pytestmark = pytest.mark.anyio
@@ -33,25 +32,8 @@ async def recording_service(seen: list[dict[str, str]]) -> AsyncIterator[str]:
         seen.append(dict(request.headers))
         return JSONResponse({"items": []})
 
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            Starlette(routes=[Route("/contacts", contacts)]), host="127.0.0.1", port=port, log_level="warning"
-        )
-    )
-    import asyncio
-
-    task = asyncio.create_task(server.serve())
-    for _ in range(500):
-        if server.started:
-            break
-        await asyncio.sleep(0.01)
-    assert server.started, "the recording service did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
+    async with uvicorn_serving(Starlette(routes=[Route("/contacts", contacts)])) as url:
+        yield url
 
 
 async def sign_in(base: str, run_id: str) -> dict[str, Any]:

@@ -237,7 +237,7 @@ async def test_sdk_signs_in_refreshes_alone_and_is_refused_once_cancelled(gatewa
         assert code_of(searched) is None, searched
         assert await landed_in(gateway, run_id, searched)
 
-        await anyio.sleep(ACCESS_TTL + 1)  # the access token is dead now, at both ends
+        await anyio.sleep(ACCESS_TTL + 1)  # stays: the token must die in a real process; dead at both ends now
         appended = await call(session, "notes__append", {"title": "vendors", "body": "three of them"})
         assert code_of(appended) is None, appended
         assert await landed_in(gateway, run_id, appended)

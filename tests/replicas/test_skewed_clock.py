@@ -61,7 +61,7 @@ async def until(cluster: Cluster, at: float) -> None:
         left = at + 0.3 - db_now(cluster)
         if left <= 0:
             return
-        await anyio.sleep(left)
+        await anyio.sleep(left)  # stays: these tests are about the database's time passing
     raise AssertionError("the database's clock did not reach the time")
 
 

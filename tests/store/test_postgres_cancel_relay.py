@@ -25,7 +25,7 @@ from gateway.service import Gateway
 from gateway.store import Store
 from gateway.store.postgres.notices import APPLICATION_NAME, listen
 from tests.contracts import child_contract
-from tests.harness import OPS, WAIT, Run, SQLiteBackend, World, code_of, open_world
+from tests.harness import OPS, WAIT, Run, SQLiteBackend, World, code_of, eventually, open_world
 from tests.harness_postgres import PostgresBackend
 
 pytestmark = pytest.mark.anyio
@@ -188,10 +188,8 @@ async def test_a_cancel_run_again_after_a_serialization_failure_notifies_once(re
             blocker.execute("UPDATE runs SET updated_at = updated_at WHERE run_id = %s", (first.run_id,))
             retries = replicas.a._db.retries  # type: ignore[attr-defined]
             cancel = asyncio.create_task(replicas.a.cancel(OPS, first.run_id, "stop now", hard=True))
-            with anyio.fail_after(WAIT):
-                # A wait on a lock shows only in the server's activity view: polled, bounded.
-                while not waiting_for_a_lock(url):  # noqa: ASYNC110
-                    await asyncio.sleep(0.02)
+            # A wait on a lock shows only in the server's activity view: polled, bounded.
+            await eventually(lambda: waiting_for_a_lock(url), wait=WAIT, every=0.02)
             blocker.execute("COMMIT")
         with anyio.fail_after(WAIT):
             await cancel

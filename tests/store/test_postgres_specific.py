@@ -24,7 +24,7 @@ from gateway.store.postgres import db as postgres_db
 from gateway.store.postgres.db import PostgresDatabase, Row, sql
 from gateway.store.schema import check_migrations
 from gateway.store.sqlite import db as sqlite_db
-from tests.harness import LEDGER_KEY, OPS, Tools, code_of, contract, open_world
+from tests.harness import LEDGER_KEY, OPS, Tools, code_of, contract, eventually, open_world
 from tests.harness_postgres import PostgresBackend
 
 pytestmark = pytest.mark.anyio
@@ -258,7 +258,7 @@ async def test_a_transaction_that_keeps_losing_to_other_writers_runs_alone_and_c
 
     def slow_increment(conn: Any) -> None:
         (n,) = conn.execute("SELECT n FROM hot_counter WHERE id = 1").fetchone()
-        time.sleep(0.05)  # meanwhile the other replica commits
+        time.sleep(0.05)  # stays: a transaction held open on purpose while the other replica commits
         conn.execute("UPDATE hot_counter SET n = ? WHERE id = 1", (n + 1,))
 
     async def hammer() -> None:
@@ -268,7 +268,7 @@ async def test_a_transaction_that_keeps_losing_to_other_writers_runs_alone_and_c
 
     try:
         hammers = [asyncio.create_task(hammer()) for _ in range(4)]
-        await asyncio.sleep(0.1)
+        await eventually(lambda: counted[0] >= 4)  # the other replica is committing: now contend
         for _ in range(3):
             await mine.transaction(slow_increment, durable=True)
         done.set()
