@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from tests.api.conftest import CONTRACT, KEYS, ThreadedApi, make_app, threaded_serving
+from tests.api.conftest import KEYS, ThreadedApi, make_app, threaded_serving
+from tests.contracts import contract
 from tests.harness_postgres import fresh_database
 from tests.hostile.checks import LogWatch, Record, record_of
 
@@ -20,10 +21,9 @@ API_KEYS = [f"key-{name}" for name in KEYS]
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 # Budgets no fuzzer exhausts, so that every example reaches the gate's later steps.
-FUZZ_CONTRACT = {
-    **CONTRACT,
-    "budgets": {"spend": "100000.00", "tool_calls": 1_000_000, "writes": 1_000_000, "active_seconds": 10**9},
-}
+FUZZ_CONTRACT = contract(
+    budgets={"spend": "100000.00", "tool_calls": 1_000_000, "writes": 1_000_000, "active_seconds": 10**9}
+)
 
 
 @dataclass
