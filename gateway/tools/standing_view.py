@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from gateway.clock import isoformat
+from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import ApprovalStatus
 from gateway.domain.standing import (
     ApprovalLine,
@@ -22,8 +23,6 @@ from gateway.domain.standing import (
 )
 from gateway.store.ports import ApprovalStore, PlanStore, ProgressStore
 from gateway.store.records import RunRecord
-
-BUDGETED = ("spend", "tool_calls", "writes", "active_seconds")
 
 
 class StandingStore(PlanStore, ProgressStore, ApprovalStore, Protocol):
@@ -58,7 +57,7 @@ async def read_standing(store: StandingStore, run: RunRecord, now: float) -> Sta
         )
     remaining = run.snapshot().remaining(now)
     # A dimension limited to 0 (a read-only run's writes) was never there to run out.
-    exhausted = [dim for dim in BUDGETED if run.limits.get(dim, 0) > 0 and remaining.get(dim, 1) <= 0]
+    exhausted = [dim for dim in DIMENSIONS if run.limits.get(dim, 0) > 0 and remaining.get(dim, 1) <= 0]
     return standing(
         StandingInputs(
             status=run.status,
