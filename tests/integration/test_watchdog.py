@@ -245,3 +245,25 @@ async def test_a_task_blocked_longer_than_its_expectation_raises_its_alert_once_
     world.clock.advance(7200)
     await dog.tick()
     assert len(await blocked_alerts()) == 3
+
+
+async def test_a_replan_does_not_restart_the_clock_of_a_task_blocked_before_it(world: World) -> None:
+    run = await world.new_run(lease_ttl="2h")
+    store = world.store
+
+    def plan_titled(title: str) -> Any:
+        return parse_plan([{"id": "ask", "title": title, "blocked_expectation": "10m"}], max_tasks=10)
+
+    saved = await store.save_plan(run.run_id, epoch=1, worker="worker-1", expected_version=0, plan=plan_titled("Ask"))
+    assert not hasattr(saved, "refusal"), saved
+    for status in (TaskStatus.RUNNING, TaskStatus.BLOCKED):
+        moved = await store.move_task(run.run_id, epoch=1, worker="worker-1", task_id="ask", status=status)
+        assert not hasattr(moved, "refusal"), moved
+    dog = watchdog(world)
+    world.clock.advance(300)
+    revised = plan_titled("Ask the customer")
+    saved = await store.save_plan(run.run_id, epoch=1, worker="worker-1", expected_version=1, plan=revised)
+    assert not hasattr(saved, "refusal"), saved
+    world.clock.advance(300)  # ten minutes blocked in all, five of them since the replan
+    tick = await dog.tick()
+    assert [(r.alert.kind, r.alert.data["task_id"]) for r in tick.raised] == [("task_blocked_long", "ask")]

@@ -139,12 +139,14 @@ class TaskOps(SqlBase):
             for position, spec in enumerate(plan.tasks):
                 definition = (
                     spec.title, json.dumps(list(spec.depends_on)), json.dumps(list(spec.completion)),
-                    spec.max_attempts, spec.blocked_expectation, position, version, now,
+                    spec.max_attempts, spec.blocked_expectation, position, version,
                 )  # fmt: skip
                 if spec.task_id in known:
+                    # updated_at is the task's status clock (how long it has been blocked, say): a new
+                    # definition of a task leaves its status, so it leaves the clock too.
                     conn.execute(
                         "UPDATE tasks SET title = ?, depends_on = ?, completion = ?, max_attempts = ?, "
-                        "blocked_expectation = ?, position = ?, plan_version = ?, updated_at = ? "
+                        "blocked_expectation = ?, position = ?, plan_version = ? "
                         "WHERE run_id = ? AND task_id = ?",
                         (*definition, run_id, spec.task_id),
                     )
@@ -153,7 +155,7 @@ class TaskOps(SqlBase):
                         "INSERT INTO tasks (title, depends_on, completion, max_attempts, blocked_expectation, "
                         "position, plan_version, updated_at, run_id, task_id, status) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
-                        (*definition, run_id, spec.task_id),
+                        (*definition, now, run_id, spec.task_id),
                     )
             conn.execute("UPDATE runs SET plan_version = ?, updated_at = ? WHERE run_id = ?", (version, now, run_id))
             self._event(
