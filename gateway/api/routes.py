@@ -208,7 +208,9 @@ async def get_run(request: Request, principal: Principal, gateway: Gateway) -> R
     pending = await gateway.store.list_approvals(principal.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
     view["approvals"] = [approval_view(a) for a in pending.items]
     view["refusals_dropped"] = dropped_view(await gateway.store.dropped_refusals(principal.tenant, run.run_id))
-    view["standing"] = standing_view(await read_standing(gateway.store, run, gateway.clock.now()))
+    view["standing"] = standing_view(
+        await read_standing(gateway.store, run, gateway.clock.now(), pending=pending.items)
+    )
     return JSONResponse(view)
 
 

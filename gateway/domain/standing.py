@@ -30,7 +30,7 @@ from enum import StrEnum
 from typing import Any
 
 from gateway.domain.lifecycle import RunStatus
-from gateway.domain.tasks import TaskStatus
+from gateway.domain.tasks import TaskStatus, current_task, next_task
 
 MAX_TEXT = 200  # an agent's or operator's words quoted in a blocker, at most (characters)
 
@@ -114,17 +114,8 @@ def _quote(text: str | None) -> str:
 
 
 def current_task_line(tasks: Sequence[TaskLine]) -> TaskLine | None:
-    """As `gateway.domain.tasks.current_task`, then `next_task`: running first, then any attempt
-    under way, then the first ready task."""
-    for wanted in (
-        lambda t: t.status is TaskStatus.RUNNING,
-        lambda t: t.status.active,
-        lambda t: t.status is TaskStatus.READY,
-    ):
-        found = next((t for t in tasks if wanted(t)), None)
-        if found is not None:
-            return found
-    return None
+    """The task under way (`gateway.domain.tasks.current_task`), else the next eligible one."""
+    return current_task(tasks) or next_task(tasks)
 
 
 def current_milestone(milestones: Sequence[MilestoneLine]) -> MilestoneLine | None:

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from gateway.canonical import canonical_json
 from gateway.domain.checks import CheckResult, ReviewCheck, check_problems, parse_check
@@ -535,14 +535,24 @@ def valid_task_id(value: Any) -> bool:
 
 
 # -- where the plan stands ---------------------------------------------------------------------
-def current_task(states: Sequence[TaskState]) -> TaskState | None:
+class HasTaskStatus(Protocol):
+    """A task as any reader holds it (a `TaskState`, a status line): what the two rules below read."""
+
+    @property
+    def status(self) -> TaskStatus: ...
+
+
+T = TypeVar("T", bound=HasTaskStatus)
+
+
+def current_task(states: Sequence[T]) -> T | None:
     """The task under way: the first in plan order with an attempt under way (running first)."""
     running = [s for s in states if s.status is TaskStatus.RUNNING]
     active = running or [s for s in states if s.status.active]
     return active[0] if active else None
 
 
-def next_task(states: Sequence[TaskState]) -> TaskState | None:
+def next_task(states: Sequence[T]) -> T | None:
     """The next eligible task: the first ready one in plan order."""
     return next((s for s in states if s.status is TaskStatus.READY), None)
 

@@ -7,6 +7,7 @@ checkpoint, pending approvals), each bounded by the contract's own bounds.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from gateway.clock import isoformat
@@ -22,18 +23,22 @@ from gateway.domain.standing import (
     standing,
 )
 from gateway.store.ports import ApprovalStore, PlanStore, ProgressStore
-from gateway.store.records import RunRecord
+from gateway.store.records import ApprovalRecord, RunRecord
 
 
 class StandingStore(PlanStore, ProgressStore, ApprovalStore, Protocol):
     """What `read_standing` reads."""
 
 
-async def read_standing(store: StandingStore, run: RunRecord, now: float) -> Standing:
+async def read_standing(
+    store: StandingStore, run: RunRecord, now: float, *, pending: Sequence[ApprovalRecord] | None = None
+) -> Standing:
+    """`pending`: the run's pending approvals when the caller has read them already."""
+    if pending is None:
+        pending = (await store.list_approvals(run.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)).items
     plan = await store.read_plan(run.tenant, run.run_id)
     records = {m.milestone_id: m for m in await store.list_milestones(run.run_id)}
     checkpoint = await store.latest_checkpoint(run.run_id)
-    pending = await store.list_approvals(run.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
     tasks = [TaskLine(t.task_id, t.spec.title, t.status, t.attempts, t.spec.max_attempts, t.error) for t in plan.tasks]
     milestones = []
     for spec in run.contract.get("milestones") or []:
@@ -65,7 +70,7 @@ async def read_standing(store: StandingStore, run: RunRecord, now: float) -> Sta
             tasks=tasks,
             milestones=milestones,
             artifacts=artifacts,
-            approvals=[ApprovalLine(a.approval_id, a.tool, a.decide_by) for a in pending.items],
+            approvals=[ApprovalLine(a.approval_id, a.tool, a.decide_by) for a in pending],
             exhausted=exhausted,
         )
     )
