@@ -38,14 +38,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gateway.adapters.base import CallRequest
-from gateway.adapters.python import PythonAdapter
-from gateway.catalog.catalog import Catalog
+from gateway.adapters import CallRequest, PythonAdapter
+from gateway.catalog import Catalog
 from gateway.clock import SystemClock
-from gateway.domain.contract import Contract
-from gateway.gate.pipeline import META_REPLAYED, Gate
-from gateway.policy.model import ToolPolicy
-from gateway.store.records import Principal
+from gateway.domain import Contract
+from gateway.gate import META_REPLAYED, Gate
+from gateway.policy import ToolPolicy
+from gateway.store import Principal
 from gateway.store.sqlite import SQLiteStore
 
 READ_TOOL = "bench__noop_read"

@@ -75,8 +75,7 @@ REFERENCE = re.compile(r" \(reference [^)]*\)")  # the gateway's per-error refer
 # -- the tools (imported by `warrant serve` through `kind: python`) -----------------------------
 def noop_adapter(name: str) -> Any:
     """Two tools that do nothing: `ping {}` (read) and `put {title}` (write)."""
-    from gateway.adapters.base import CallRequest
-    from gateway.adapters.python import PythonAdapter
+    from gateway.adapters import CallRequest, PythonAdapter
 
     adapter = PythonAdapter(name)
 

@@ -29,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gate import READ_TOOL, setup, speed_probe  # bench/gate.py
 
-from gateway.domain.contract import Contract
-from gateway.gate.pipeline import Gate
-from gateway.store.records import Principal
-from gateway.store.sql.rows import Chain
+from gateway.domain import Contract
+from gateway.gate import Gate
+from gateway.store import Principal
+from gateway.store.sql import Chain, Conn
 from gateway.store.sqlite import SQLiteStore
 
 PER_TRANSACTION = 5000
@@ -58,11 +58,11 @@ async def fill(store: SQLiteStore, entries: int, runs: int) -> None:
         while left > 0:
             n = min(left, PER_TRANSACTION)
 
-            def tx(conn: object, run_id: str = run_id, n: int = n) -> None:
-                chain = Chain.read(conn, key, run_id)  # type: ignore[arg-type]
+            def tx(conn: Conn, run_id: str = run_id, n: int = n) -> None:
+                chain = Chain.read(conn, key, run_id)
                 for i in range(n):
-                    chain.append(conn, "bench_note", now, {"i": i, "note": "filler entry of bench/verify_stall.py"})  # type: ignore[arg-type]
-                chain.write_head(conn)  # type: ignore[arg-type]
+                    chain.append(conn, "bench_note", now, {"i": i, "note": "filler entry of bench/verify_stall.py"})
+                chain.write_head(conn)
 
             await store._db.transaction(tx, durable=False)
             left -= n
