@@ -350,8 +350,7 @@ def cpu_now(pids: dict[str, int | None]) -> dict[str, float]:
         if pid is not None:
             now[name] = cpu_seconds(pid)
             if name == "proxy":
-                # all but the event loop's thread (tick rounding can make it a hair negative)
-                now["proxy threads"] = max(0.0, now[name] - cpu_seconds(pid, pid))
+                now["proxy threads"] = now[name] - cpu_seconds(pid, pid)  # all but the event loop's thread
     return now
 
 
@@ -380,6 +379,10 @@ async def measure(target: Target, clients: int, calls: int, downstream: Proc, wa
         seconds = time.perf_counter() - started
         after = cpu_now(procs)
     cpu = {name: after[name] - before[name] for name in before}
+    if "proxy threads" in cpu:
+        # Two counters read one after the other, each in clock ticks: over a short phase their difference
+        # can shrink by a tick (a negative CPU time, seen with --smoke's few calls).
+        cpu["proxy threads"] = max(0.0, cpu["proxy threads"])
     return Phase(target.mode, clients, calls, seconds, latencies, cpu)
 
 
@@ -461,7 +464,7 @@ def machine() -> str:
 
 def report(results: dict[tuple[str, int], list[Phase]], rounds: int) -> dict[tuple[str, int], Phase]:
     header = (
-        f"{'mode':<12} {'clients':>7} {'calls':>6} {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
+        f"{'mode':<13} {'clients':>7} {'calls':>6} {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
         f"{'proxy cpu':>9} {'threads':>7} {'down cpu':>8} {'client cpu':>10} {'core 0':>6} {'core 1':>6} {'cap/s':>6}"
     )
     print(header)
@@ -478,7 +481,7 @@ def report(results: dict[tuple[str, int], list[Phase]], rounds: int) -> dict[tup
         core0 = (p.cpu_s["client"] + p.cpu_s["downstream"]) / p.seconds * 100
         core1 = p.cpu_s.get("proxy", 0.0) / p.seconds * 100
         print(
-            f"{mode:<12} {clients:>7} {p.calls:>6} {p.rate:>8,.0f} {p.percentile(50):>7.2f} {p.percentile(99):>7.2f} "
+            f"{mode:<13} {clients:>7} {p.calls:>6} {p.rate:>8,.0f} {p.percentile(50):>7.2f} {p.percentile(99):>7.2f} "
             f"{proxy} {threads} {down_ms:>8.2f} {client_ms:>10.2f} {core0:>5.0f}% {core1:>5.0f}% {capacity}"
         )
     print(
@@ -608,7 +611,7 @@ async def main(options: argparse.Namespace) -> int:
                         phase = await measure(target, clients, calls, downstream, warmup=3)
                         results.setdefault((target.mode, clients), []).append(phase)
                         print(
-                            f"  round {round_number + 1} {target.mode:<12} {clients:>2} client(s): "
+                            f"  round {round_number + 1} {target.mode:<13} {clients:>2} client(s): "
                             f"{phase.rate:7,.0f} calls/s  p50 {phase.percentile(50):6.2f} ms  "
                             f"p99 {phase.percentile(99):6.2f} ms",
                             flush=True,

@@ -553,11 +553,17 @@ def report(table: dict[tuple[str, str], Phase]) -> None:
             gateway_ms = phase.cpu_ms("gateway")
             print(
                 f"  {phase.config:<9} {kind}s: {with_load:.2f} ms of CPU per call in its own processes and the load"
-                f" generator ({cores * 1000 / with_load:,.0f} calls/s on {cores} cores), {serve_ms:.2f} without the"
-                f" load generator ({cores * 1000 / serve_ms:,.0f} calls/s); a gateway process, at"
-                f" {gateway_ms:.2f} ms per call it serves, serves {1000 / gateway_ms:,.0f} calls/s"
+                f" generator ({calls_per_s(cores, with_load)} calls/s on {cores} cores), {serve_ms:.2f} without the"
+                f" load generator ({calls_per_s(cores, serve_ms)} calls/s); a gateway process, at"
+                f" {gateway_ms:.2f} ms per call it serves, serves {calls_per_s(1, gateway_ms)} calls/s"
                 " per core it gets"
             )
+
+
+def calls_per_s(cores: int, cpu_ms: float) -> str:
+    """The calls per second `cores` serve at `cpu_ms` per call; "-" when no CPU was counted (a phase of a
+    few calls can fall within one clock tick of /proc's counters, and 1000 / 0 would end the report)."""
+    return f"{cores * 1000 / cpu_ms:,.0f}" if cpu_ms > 0 else "-"
 
 
 def main(options: argparse.Namespace) -> int:
