@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/mcp_proxy.py [--calls N] [--clients C] [--concurrent-calls M] [--warmup W]
         [--rounds R] [--modes direct,minimal,fastmcp,warrant] [--transport http|stdio]
-        [--warrant-transport http|stdio] [--base-tree DIR] [--core N]
+        [--warrant-transport http|stdio] [--base-tree DIR] [--core N] [--smoke]
 
 One downstream MCP server program, `examples/mcp_files_server.py`, whose notebook holds one note;
 the tool measured is its `read_note {title}` (read-only, microseconds of work). It runs once as
@@ -80,6 +80,10 @@ FASTMCP_SPEC = "fastmcp==4.2.3"  # the latest release when this benchmark was wr
 CLIENT_CORE, DOWNSTREAM_CORE, PROXY_CORE = 0, 0, 1
 MODES = ("direct", "minimal", "fastmcp", "warrant")
 EXTRA_MODES = ("warrant-key", "warrant-oauth")  # measured only when named in --modes
+# `--smoke` (tests/bench/): tiny counts, every mode but fastmcp (its virtualenv is installed from the
+# package index on first use: not something a test run should do); `--modes` still chooses.
+SMOKE = {"calls": 2, "concurrent_calls": 4, "clients": 2, "warmup": 1, "rounds": 1}
+SMOKE_MODES = ("direct", "minimal", "warrant", "warrant-key", "warrant-oauth")
 TOOL = "read_note"
 WARRANT_TOOL = "files__read_note"
 ARGUMENTS = {"title": "bench"}
@@ -663,7 +667,7 @@ if __name__ == "__main__":
     parser.add_argument("--warmup", type=int, default=50, help="warm-up calls per mode and round (default 50)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds the calls are split over (default 2)")
     parser.add_argument(
-        "--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES + EXTRA_MODES)}"
+        "--modes", help=f"comma-separated subset of {','.join(MODES + EXTRA_MODES)} (default {','.join(MODES)})"
     )
     parser.add_argument(
         "--transport",
@@ -686,6 +690,9 @@ if __name__ == "__main__":
         metavar="N",
         help="every process on core N (default: client and downstream on core 0, the proxy on core 1)",
     )
+    parser.add_argument(
+        "--smoke", action="store_true", help=f"tiny counts ({SMOKE}), modes {','.join(SMOKE_MODES)} unless --modes"
+    )
     parser.add_argument("--role", choices=["minimal-proxy", "fastmcp-proxy"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--downstream", help=argparse.SUPPRESS)
@@ -695,6 +702,10 @@ if __name__ == "__main__":
     elif options.role == "fastmcp-proxy":
         fastmcp_proxy(options.port, options.downstream)
     else:
+        if options.smoke:
+            for name, value in SMOKE.items():
+                setattr(options, name, value)
+        options.modes = options.modes or ",".join(SMOKE_MODES if options.smoke else MODES)
         if min(options.clients, options.rounds) < 1 or options.warmup < 0:
             parser.error("--clients and --rounds must be at least 1, --warmup at least 0")
         if min(options.calls, options.concurrent_calls) < options.rounds:
