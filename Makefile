@@ -9,7 +9,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test test-newest-sdk lint typecheck bench bench-mcp bench-replicas clean
+.PHONY: run test test-newest-sdk lint typecheck bench bench-mcp bench-replicas bench-smoke clean
 
 $(BIN)/python:
 	@echo "make: creating $(VENV) with $(PYTHON)"
@@ -126,6 +126,10 @@ bench-mcp: $(DEV_STAMP)
 
 bench-replicas: $(DEV_STAMP)
 	$(BIN)/python bench/replicas.py
+
+# Every bench script once with --smoke (tests/bench/, also part of `make test`): does each still run?
+bench-smoke: $(DEV_STAMP)
+	$(BIN)/pytest -q -n $(TEST_WORKERS) -m bench --durations=0 tests/bench
 
 clean:
 	rm -rf $(VENV) $(INTEROP_VENVS) $(NEWEST_SDK_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -91,3 +91,8 @@ def test_ci_runs_the_newest_sdk_job_after_the_suite() -> None:
     lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert lines.index("make test") < lines.index("make test-newest-sdk")
     assert "set -euo pipefail" in lines  # its failure fails the run
+
+
+def test_make_bench_smoke_runs_the_bench_folder_by_its_marker(tmp_path: Path) -> None:
+    plan = planned(project(tmp_path, ".installed-run", ".installed-dev"), "bench-smoke")
+    assert "-m bench --durations=0 tests/bench" in plan
