@@ -9,7 +9,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test test-newest-sdk lint typecheck bench bench-mcp bench-replicas clean
+.PHONY: run test test-newest-sdk lint typecheck bench bench-mcp bench-replicas bench-smoke clean
 
 $(BIN)/python:
 	@echo "make: creating $(VENV) with $(PYTHON)"
@@ -81,11 +81,15 @@ run: $(RUN_STAMP)
 
 # Two pytest-xdist workers: the suite's time on a two-core machine (pyproject.toml, dev extras).
 TEST_WORKERS ?= 2
+# Line coverage of gateway/ in the test processes, printed after the tests (the modules not fully
+# covered; [tool.coverage] in pyproject.toml). `make test COVERAGE=` switches it off: its cost is in
+# docs/testing.md, "Coverage".
+COVERAGE ?= --cov --cov-report=term:skip-covered
 
 test: $(DEV_STAMP) $(NODE_STAMP) $(PY_AGENTS) $(BROWSER) $(STRACE)
 	$(BIN)/ruff check gateway tests bench examples
 	$(BIN)/mypy
-	$(BIN)/pytest -q -n $(TEST_WORKERS)
+	$(BIN)/pytest -q -n $(TEST_WORKERS) $(COVERAGE)
 
 # The differential tests (marked `differential`: each accelerator of gateway/accelerators.py against
 # the SDK's or the library's own path) against the newest final `mcp` release the package index
@@ -127,5 +131,9 @@ bench-mcp: $(DEV_STAMP)
 bench-replicas: $(DEV_STAMP)
 	$(BIN)/python bench/replicas.py
 
+# Every bench script once with --smoke (tests/bench/, also part of `make test`): does each still run?
+bench-smoke: $(DEV_STAMP)
+	$(BIN)/pytest -q -n $(TEST_WORKERS) -m bench --durations=0 tests/bench
+
 clean:
-	rm -rf $(VENV) $(INTEROP_VENVS) $(NEWEST_SDK_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(INTEROP_VENVS) $(NEWEST_SDK_VENV) .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.*

@@ -1,7 +1,7 @@
 """Throughput and latency of one tools/call through the gate, in process, on a real SQLite file.
 
     .venv/bin/python bench/gate.py [--calls N] [--concurrency C] [--warmup W] [--distinct-reads]
-        [--lease-ttl D]
+        [--lease-ttl D] [--smoke]
 
 `--lease-ttl` (default 1h, which no run of the bench outlasts) set short makes the lease's
 renewal by requests (docs/leases.md: written once a tenth of the TTL has passed) part of what is
@@ -38,18 +38,20 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gateway.adapters.base import CallRequest
-from gateway.adapters.python import PythonAdapter
-from gateway.catalog.catalog import Catalog
+from gateway.adapters import CallRequest, PythonAdapter
+from gateway.catalog import Catalog
 from gateway.clock import SystemClock
-from gateway.domain.contract import Contract
-from gateway.gate.pipeline import META_REPLAYED, Gate
-from gateway.policy.model import ToolPolicy
-from gateway.store.records import Principal
+from gateway.domain import Contract
+from gateway.gate import META_REPLAYED, Gate
+from gateway.policy import ToolPolicy
+from gateway.store import Principal
 from gateway.store.sqlite import SQLiteStore
 
 READ_TOOL = "bench__noop_read"
 WRITE_TOOL = "bench__noop_write"
+TRACED_CALLS = 200  # calls of each kind in the statement-counting pass
+# `--smoke` (tests/bench/): the same phases and counts with tiny numbers, to show the bench still runs.
+SMOKE = {"calls": 20, "concurrency": 4, "warmup": 5, "traced": 10}
 
 
 @dataclass
@@ -291,7 +293,9 @@ def _sqlite_version() -> str:
     return sqlite3.sqlite_version
 
 
-async def main(calls: int, concurrency: int, warmup: int, distinct_reads: bool, lease_ttl: str = "1h") -> int:
+async def main(
+    calls: int, concurrency: int, warmup: int, distinct_reads: bool, lease_ttl: str = "1h", traced: int = TRACED_CALLS
+) -> int:
     probes = [speed_probe()]
     with tempfile.TemporaryDirectory(prefix="warrant-bench-") as folder:
         store, gate, token = await setup(os.path.join(folder, "bench.db"), lease_ttl)
@@ -304,7 +308,7 @@ async def main(calls: int, concurrency: int, warmup: int, distinct_reads: bool, 
                 phases.append(await bench.phase(kind, calls, 1))
                 phases.append(await bench.phase(kind, calls, concurrency))
             for kind in ("read", "write"):
-                statements[kind] = await count_statements(store, bench, kind, 200)
+                statements[kind] = await count_statements(store, bench, kind, traced)
         finally:
             await store.close()
     probes.append(speed_probe())
@@ -341,9 +345,18 @@ if __name__ == "__main__":
     parser.add_argument("--warmup", type=int, default=200, help="warm-up calls per kind (default 200)")
     parser.add_argument("--distinct-reads", action="store_true", help="give every read a payload of its own")
     parser.add_argument("--lease-ttl", default="1h", help="the run's lease_ttl (default 1h: never renewed by time)")
+    parser.add_argument(
+        "--smoke", action="store_true", help=f"tiny counts ({SMOKE}), the same code: does the bench still run?"
+    )
     options = parser.parse_args()
+    traced = TRACED_CALLS
+    if options.smoke:
+        options.calls, options.concurrency, options.warmup = SMOKE["calls"], SMOKE["concurrency"], SMOKE["warmup"]
+        traced = SMOKE["traced"]
     if options.calls < 1 or options.concurrency < 1 or options.warmup < 0:
         parser.error("--calls and --concurrency must be at least 1, --warmup at least 0")
     sys.exit(
-        asyncio.run(main(options.calls, options.concurrency, options.warmup, options.distinct_reads, options.lease_ttl))
+        asyncio.run(
+            main(options.calls, options.concurrency, options.warmup, options.distinct_reads, options.lease_ttl, traced)
+        )
     )

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/mcp_proxy.py [--calls N] [--clients C] [--concurrent-calls M] [--warmup W]
         [--rounds R] [--modes direct,minimal,fastmcp,warrant] [--transport http|stdio]
-        [--warrant-transport http|stdio] [--base-tree DIR] [--core N]
+        [--warrant-transport http|stdio] [--base-tree DIR] [--core N] [--smoke]
 
 One downstream MCP server program, `examples/mcp_files_server.py`, whose notebook holds one note;
 the tool measured is its `read_note {title}` (read-only, microseconds of work). It runs once as
@@ -80,6 +80,10 @@ FASTMCP_SPEC = "fastmcp==4.2.3"  # the latest release when this benchmark was wr
 CLIENT_CORE, DOWNSTREAM_CORE, PROXY_CORE = 0, 0, 1
 MODES = ("direct", "minimal", "fastmcp", "warrant")
 EXTRA_MODES = ("warrant-key", "warrant-oauth")  # measured only when named in --modes
+# `--smoke` (tests/bench/): tiny counts, every mode but fastmcp (its virtualenv is installed from the
+# package index on first use: not something a test run should do); `--modes` still chooses.
+SMOKE = {"calls": 2, "concurrent_calls": 4, "clients": 2, "warmup": 1, "rounds": 1}
+SMOKE_MODES = ("direct", "minimal", "warrant", "warrant-key", "warrant-oauth")
 TOOL = "read_note"
 WARRANT_TOOL = "files__read_note"
 ARGUMENTS = {"title": "bench"}
@@ -350,8 +354,7 @@ def cpu_now(pids: dict[str, int | None]) -> dict[str, float]:
         if pid is not None:
             now[name] = cpu_seconds(pid)
             if name == "proxy":
-                # all but the event loop's thread (tick rounding can make it a hair negative)
-                now["proxy threads"] = max(0.0, now[name] - cpu_seconds(pid, pid))
+                now["proxy threads"] = now[name] - cpu_seconds(pid, pid)  # all but the event loop's thread
     return now
 
 
@@ -380,6 +383,10 @@ async def measure(target: Target, clients: int, calls: int, downstream: Proc, wa
         seconds = time.perf_counter() - started
         after = cpu_now(procs)
     cpu = {name: after[name] - before[name] for name in before}
+    if "proxy threads" in cpu:
+        # Two counters read one after the other, each in clock ticks: over a short phase their difference
+        # can shrink by a tick (a negative CPU time, seen with --smoke's few calls).
+        cpu["proxy threads"] = max(0.0, cpu["proxy threads"])
     return Phase(target.mode, clients, calls, seconds, latencies, cpu)
 
 
@@ -461,7 +468,7 @@ def machine() -> str:
 
 def report(results: dict[tuple[str, int], list[Phase]], rounds: int) -> dict[tuple[str, int], Phase]:
     header = (
-        f"{'mode':<12} {'clients':>7} {'calls':>6} {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
+        f"{'mode':<13} {'clients':>7} {'calls':>6} {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
         f"{'proxy cpu':>9} {'threads':>7} {'down cpu':>8} {'client cpu':>10} {'core 0':>6} {'core 1':>6} {'cap/s':>6}"
     )
     print(header)
@@ -478,7 +485,7 @@ def report(results: dict[tuple[str, int], list[Phase]], rounds: int) -> dict[tup
         core0 = (p.cpu_s["client"] + p.cpu_s["downstream"]) / p.seconds * 100
         core1 = p.cpu_s.get("proxy", 0.0) / p.seconds * 100
         print(
-            f"{mode:<12} {clients:>7} {p.calls:>6} {p.rate:>8,.0f} {p.percentile(50):>7.2f} {p.percentile(99):>7.2f} "
+            f"{mode:<13} {clients:>7} {p.calls:>6} {p.rate:>8,.0f} {p.percentile(50):>7.2f} {p.percentile(99):>7.2f} "
             f"{proxy} {threads} {down_ms:>8.2f} {client_ms:>10.2f} {core0:>5.0f}% {core1:>5.0f}% {capacity}"
         )
     print(
@@ -608,7 +615,7 @@ async def main(options: argparse.Namespace) -> int:
                         phase = await measure(target, clients, calls, downstream, warmup=3)
                         results.setdefault((target.mode, clients), []).append(phase)
                         print(
-                            f"  round {round_number + 1} {target.mode:<12} {clients:>2} client(s): "
+                            f"  round {round_number + 1} {target.mode:<13} {clients:>2} client(s): "
                             f"{phase.rate:7,.0f} calls/s  p50 {phase.percentile(50):6.2f} ms  "
                             f"p99 {phase.percentile(99):6.2f} ms",
                             flush=True,
@@ -660,7 +667,7 @@ if __name__ == "__main__":
     parser.add_argument("--warmup", type=int, default=50, help="warm-up calls per mode and round (default 50)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds the calls are split over (default 2)")
     parser.add_argument(
-        "--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES + EXTRA_MODES)}"
+        "--modes", help=f"comma-separated subset of {','.join(MODES + EXTRA_MODES)} (default {','.join(MODES)})"
     )
     parser.add_argument(
         "--transport",
@@ -683,6 +690,9 @@ if __name__ == "__main__":
         metavar="N",
         help="every process on core N (default: client and downstream on core 0, the proxy on core 1)",
     )
+    parser.add_argument(
+        "--smoke", action="store_true", help=f"tiny counts ({SMOKE}), modes {','.join(SMOKE_MODES)} unless --modes"
+    )
     parser.add_argument("--role", choices=["minimal-proxy", "fastmcp-proxy"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--downstream", help=argparse.SUPPRESS)
@@ -692,6 +702,10 @@ if __name__ == "__main__":
     elif options.role == "fastmcp-proxy":
         fastmcp_proxy(options.port, options.downstream)
     else:
+        if options.smoke:
+            for name, value in SMOKE.items():
+                setattr(options, name, value)
+        options.modes = options.modes or ",".join(SMOKE_MODES if options.smoke else MODES)
         if min(options.clients, options.rounds) < 1 or options.warmup < 0:
             parser.error("--clients and --rounds must be at least 1, --warmup at least 0")
         if min(options.calls, options.concurrent_calls) < options.rounds:

@@ -1,7 +1,7 @@
 """Gated reads and writes through `warrant serve`: one on SQLite, one on PostgreSQL, two replicas on one PostgreSQL.
 
     .venv/bin/python bench/replicas.py [--seconds S | --calls N] [--concurrency C] [--load-procs P]
-        [--only sqlite,postgres,replicas] [--rounds R] [--warmup W] [--postgres URL] [--tree DIR]
+        [--only sqlite,postgres,replicas] [--rounds R] [--warmup W] [--postgres URL] [--tree DIR] [--smoke]
 
 Three configurations, every one measured with the same load in the same run:
 
@@ -69,14 +69,15 @@ ADMIN_KEY = "bench-admin-key"
 CALL_TIMEOUT = 30.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 DB_PREFIX = "warrant_bench_"
+# `--smoke` (tests/bench/): every configuration, both kinds, with tiny numbers.
+SMOKE = {"calls": 4, "concurrency": 2, "load_procs": 1, "rounds": 1, "warmup": 1}
 REFERENCE = re.compile(r" \(reference [^)]*\)")  # the gateway's per-error reference in an internal error
 
 
 # -- the tools (imported by `warrant serve` through `kind: python`) -----------------------------
 def noop_adapter(name: str) -> Any:
     """Two tools that do nothing: `ping {}` (read) and `put {title}` (write)."""
-    from gateway.adapters.base import CallRequest
-    from gateway.adapters.python import PythonAdapter
+    from gateway.adapters import CallRequest, PythonAdapter
 
     adapter = PythonAdapter(name)
 
@@ -554,11 +555,17 @@ def report(table: dict[tuple[str, str], Phase]) -> None:
             gateway_ms = phase.cpu_ms("gateway")
             print(
                 f"  {phase.config:<9} {kind}s: {with_load:.2f} ms of CPU per call in its own processes and the load"
-                f" generator ({cores * 1000 / with_load:,.0f} calls/s on {cores} cores), {serve_ms:.2f} without the"
-                f" load generator ({cores * 1000 / serve_ms:,.0f} calls/s); a gateway process, at"
-                f" {gateway_ms:.2f} ms per call it serves, serves {1000 / gateway_ms:,.0f} calls/s"
+                f" generator ({calls_per_s(cores, with_load)} calls/s on {cores} cores), {serve_ms:.2f} without the"
+                f" load generator ({calls_per_s(cores, serve_ms)} calls/s); a gateway process, at"
+                f" {gateway_ms:.2f} ms per call it serves, serves {calls_per_s(1, gateway_ms)} calls/s"
                 " per core it gets"
             )
+
+
+def calls_per_s(cores: int, cpu_ms: float) -> str:
+    """The calls per second `cores` serve at `cpu_ms` per call; "-" when no CPU was counted (a phase of a
+    few calls can fall within one clock tick of /proc's counters, and 1000 / 0 would end the report)."""
+    return f"{cores * 1000 / cpu_ms:,.0f}" if cpu_ms > 0 else "-"
 
 
 def main(options: argparse.Namespace) -> int:
@@ -641,6 +648,8 @@ def main(options: argparse.Namespace) -> int:
     print()
     table = {key: Phase.pooled(phases) for key, phases in results.items()}
     report(table)
+    if options.smoke:
+        print("--smoke: tiny counts, and tx / rb not waited for (PostgreSQL's statistics lag): no figure here is one")
     return 1 if any(p.errors for p in table.values()) else 0
 
 
@@ -660,12 +669,19 @@ if __name__ == "__main__":
         help="the PostgreSQL server (a database is created per configuration and dropped at the end)",
     )
     parser.add_argument("--tree", default=str(ROOT), help="the checkout `warrant serve` runs from (default: this one)")
+    parser.add_argument("--smoke", action="store_true", help=f"tiny counts ({SMOKE}), the same code")
     parser.add_argument("--role", choices=["load"], help=argparse.SUPPRESS)
     parser.add_argument("--plan", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.role == "load":
         asyncio.run(load(json.loads(Path(options.plan).read_text())))
         sys.exit(0)
+    if options.smoke:
+        options.seconds = None
+        for name, value in SMOKE.items():
+            setattr(options, name, value)
+        # The wait for PostgreSQL's statistics (4 s a configuration) is left out: tx and rb are then not counted.
+        Backends.STATS_DELAY = 0.0
     if options.seconds is None and options.calls is None:
         options.seconds = 10.0
     if min(options.concurrency, options.load_procs, options.rounds) < 1 or options.warmup < 0:

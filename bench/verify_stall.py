@@ -1,6 +1,6 @@
 """How much longer a tool call waits while `warrant ledger verify` runs over a large ledger.
 
-    .venv/bin/python bench/verify_stall.py [--entries N] [--runs R] [--calls C]
+    .venv/bin/python bench/verify_stall.py [--entries N] [--runs R] [--calls C] [--smoke]
                                            # defaults: 100000 entries over 100 runs, 300 calls
 
 In process, no server, as bench/gate.py (its store, gate and no-op read tool): a `SQLiteStore`
@@ -29,13 +29,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gate import READ_TOOL, setup, speed_probe  # bench/gate.py
 
-from gateway.domain.contract import Contract
-from gateway.gate.pipeline import Gate
-from gateway.store.records import Principal
-from gateway.store.sql.rows import Chain
+from gateway.domain import Contract
+from gateway.gate import Gate
+from gateway.store import Principal
+from gateway.store.sql import Chain, Conn
 from gateway.store.sqlite import SQLiteStore
 
 PER_TRANSACTION = 5000
+WARMUP = 50
+# `--smoke` (tests/bench/): the same fill, verifies and calls with tiny numbers.
+SMOKE = {"entries": 2000, "runs": 4, "calls": 20, "warmup": 5}
 OPERATOR = Principal("bench-operator", "bench", frozenset({"admin"}))
 
 
@@ -58,11 +61,11 @@ async def fill(store: SQLiteStore, entries: int, runs: int) -> None:
         while left > 0:
             n = min(left, PER_TRANSACTION)
 
-            def tx(conn: object, run_id: str = run_id, n: int = n) -> None:
-                chain = Chain.read(conn, key, run_id)  # type: ignore[arg-type]
+            def tx(conn: Conn, run_id: str = run_id, n: int = n) -> None:
+                chain = Chain.read(conn, key, run_id)
                 for i in range(n):
-                    chain.append(conn, "bench_note", now, {"i": i, "note": "filler entry of bench/verify_stall.py"})  # type: ignore[arg-type]
-                chain.write_head(conn)  # type: ignore[arg-type]
+                    chain.append(conn, "bench_note", now, {"i": i, "note": "filler entry of bench/verify_stall.py"})
+                chain.write_head(conn)
 
             await store._db.transaction(tx, durable=False)
             left -= n
@@ -84,16 +87,22 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
 
 
-async def main(entries: int, runs: int, count: int) -> None:
+def verified(ok: bool, first_bad: object) -> None:
+    """A ledger that does not verify ends the bench (non-zero exit), not an `assert` that -O drops."""
+    if not ok:
+        raise SystemExit(f"the ledger did not verify: {first_bad}")
+
+
+async def main(entries: int, runs: int, count: int, warmup: int = WARMUP) -> None:
     with tempfile.TemporaryDirectory(dir=Path.home()) as folder:
         store, gate, token = await setup(os.path.join(folder, "bench.db"))
         try:
             started = time.perf_counter()
             await fill(store, entries, runs)
             report = await store.verify_ledger()
-            assert report.ok, report.first_bad
+            verified(report.ok, report.first_bad)
             print(f"filled {report.entries} entries in {report.runs} runs in {time.perf_counter() - started:.1f} s")
-            await calls(gate, token, 50)  # warm-up
+            await calls(gate, token, warmup)
             alone = await calls(gate, token, count)
 
             stop = asyncio.Event()
@@ -104,13 +113,15 @@ async def main(entries: int, runs: int, count: int) -> None:
                     began = time.perf_counter()
                     done = await store.verify_ledger()
                     took.append(time.perf_counter() - began)
-                    assert done.ok, done.first_bad
+                    verified(done.ok, done.first_bad)
 
             verifier = asyncio.ensure_future(verifying())
-            await asyncio.sleep(0.05)  # the first verify has begun
-            beside = await calls(gate, token, count)
-            stop.set()
-            await verifier
+            try:
+                await asyncio.sleep(0.05)  # the first verify has begun
+                beside = await calls(gate, token, count)
+            finally:
+                stop.set()  # a failed call too: the verifier ends before the store closes
+                await verifier
         finally:
             await store.close()
     print(f"speed probe {speed_probe():.1f} ms; {len(took)} verifies, one took {min(took):.2f}-{max(took):.2f} s")
@@ -124,5 +135,11 @@ if __name__ == "__main__":
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--smoke", action="store_true", help=f"tiny counts ({SMOKE}), the same code")
     args = parser.parse_args()
-    asyncio.run(main(args.entries, args.runs, args.calls))
+    if args.smoke:
+        args.entries, args.runs, args.calls = SMOKE["entries"], SMOKE["runs"], SMOKE["calls"]
+    warmup = SMOKE["warmup"] if args.smoke else WARMUP
+    if min(args.entries, args.runs, args.calls) < 1:
+        parser.error("--entries, --runs and --calls must be at least 1")
+    asyncio.run(main(args.entries, args.runs, args.calls, warmup))

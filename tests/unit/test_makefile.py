@@ -91,3 +91,23 @@ def test_ci_runs_the_newest_sdk_job_after_the_suite() -> None:
     lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert lines.index("make test") < lines.index("make test-newest-sdk")
     assert "set -euo pipefail" in lines  # its failure fails the run
+
+
+def test_make_test_prints_coverage_unless_switched_off(tmp_path: Path) -> None:
+    folder = project(tmp_path, ".installed-run", ".installed-dev")
+    test_line = [line for line in planned(folder, "test").splitlines() if "/pytest " in line]
+    assert test_line == [".venv/bin/pytest -q -n 2 --cov --cov-report=term:skip-covered"]
+    done = subprocess.run(
+        ["make", "-n", "test", "COVERAGE="],
+        cwd=folder,
+        env={**os.environ, "WARRANT_SKIP_BROWSER": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert [line.strip() for line in done.stdout.splitlines() if "/pytest " in line] == [".venv/bin/pytest -q -n 2"]
+
+
+def test_make_bench_smoke_runs_the_bench_folder_by_its_marker(tmp_path: Path) -> None:
+    plan = planned(project(tmp_path, ".installed-run", ".installed-dev"), "bench-smoke")
+    assert "-m bench --durations=0 tests/bench" in plan

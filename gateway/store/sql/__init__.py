@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gateway.store.sql.base import SqlBase
     from gateway.store.sql.connection import Conn, Cursor, Database, Row
+    from gateway.store.sql.rows import Chain
     from gateway.store.sql.store import SqlStore
 else:
     from gateway.faces import lazy as _lazy
 
     __getattr__, __dir__ = _lazy(__name__)
 
-__all__ = ["Conn", "Cursor", "Database", "Row", "SqlBase", "SqlStore"]
+__all__ = ["Chain", "Conn", "Cursor", "Database", "Row", "SqlBase", "SqlStore"]
