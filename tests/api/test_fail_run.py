@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.api.conftest import Api
+from tests.api.test_cli_keys import warrant
 
 pytestmark = pytest.mark.anyio
 
@@ -80,3 +81,15 @@ async def test_a_failed_run_may_get_a_successor(api: Api) -> None:
     assert answer.status_code == 201, answer.text
     successor = answer.json()
     assert successor["status"] == "running" and successor["run_id"] != rid
+
+
+async def test_warrant_runs_fail_prints_the_status_and_refuses_a_second_fail(
+    api: Api, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WARRANT_API_KEY", "key-op")
+    rid = await api.new_run()
+    code, out, err = await warrant(api, capsys, "runs", "fail", rid, "--reason", "wrong data source")
+    assert code == 0, err
+    assert out.strip() == f"{rid}: failed (wrong data source)"
+    code, _, err = await warrant(api, capsys, "runs", "fail", rid, "--reason", "again")
+    assert code == 1 and err.startswith("warrant: [run_failed]")
