@@ -723,6 +723,11 @@ class WatchStore(Protocol):
         """The alerts raised for the tenant's runs (the watchdog's and the store's own), newest
         first; only `run_id`'s when one is named."""
 
+    async def open_raised_alerts(self, tenant: str, *, run_id: str | None = None) -> list[AlertRecord]:
+        """The alerts the store raised itself (run_failed, completion_refused, verification_failed,
+        serious_refusal) that are still open, oldest first: raised since the run's last verified
+        progress (`runs.progress_at`), and a run_failed one while its run stays failed."""
+
     async def queue_heartbeat(self, holder: str, every: float, targets: Sequence[str], data: dict[str, Any]) -> bool:
         """Queue a `heartbeat` delivery to each target if `holder` holds the watchdog lease and the
         last heartbeat is at least `every` seconds old. One attempt each: a late heartbeat misleads."""

@@ -16,7 +16,7 @@ from typing import Any
 from gateway.clock import isoformat
 from gateway.domain.lifecycle import RunStatus
 from gateway.domain.units import parse_duration
-from gateway.domain.watch import BlockedTask, PendingApproval, RunWatch, UnknownAction
+from gateway.domain.watch import RAISED_KINDS, BlockedTask, PendingApproval, RunWatch, UnknownAction
 from gateway.errors import DamagedRecord
 from gateway.ids import new_id
 from gateway.store.records import AlertDraft, AlertRecord, Delivery, RaisedAlert, Sweep, WatchState
@@ -195,6 +195,28 @@ class WatchOps(SqlBase):
                 sql += " AND run_id = ?"
                 args.append(run_id)
             rows = conn.execute(sql + " ORDER BY seq DESC LIMIT ?", (*args, limit)).fetchall()
+            return [
+                AlertRecord(r["alert_id"], r["run_id"], r["tenant"], r["kind"], r["at"], json.loads(r["data"]))
+                for r in rows
+            ]
+
+        return await self._db.read(read)
+
+    async def open_raised_alerts(self, tenant: str, *, run_id: str | None = None) -> list[AlertRecord]:
+        kinds = ", ".join(f"'{k}'" for k in RAISED_KINDS)
+
+        def read(conn: Conn) -> list[AlertRecord]:
+            # Open: raised since the run's last verified progress; a run_failed one while the run is failed.
+            sql = (
+                "SELECT a.* FROM watch_alerts a JOIN runs r ON r.run_id = a.run_id WHERE a.tenant = ? "
+                f"AND a.kind IN ({kinds}) AND (a.at >= COALESCE(r.progress_at, r.created_at) "
+                "OR (a.kind = 'run_failed' AND r.status = 'failed'))"
+            )
+            args: list[Any] = [tenant]
+            if run_id is not None:
+                sql += " AND a.run_id = ?"
+                args.append(run_id)
+            rows = conn.execute(sql + " ORDER BY a.seq LIMIT 1000", args).fetchall()
             return [
                 AlertRecord(r["alert_id"], r["run_id"], r["tenant"], r["kind"], r["at"], json.loads(r["data"]))
                 for r in rows
