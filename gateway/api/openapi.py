@@ -186,6 +186,7 @@ def _operations() -> tuple[Op, ...]:
             200,
             schemas.RunView,
             FailBody,
+            True,
             errors=(409,),
         ),
         Op(
