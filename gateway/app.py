@@ -57,6 +57,7 @@ from gateway.runtime.webhooks import Deliverer
 from gateway.safeguards import Failpoint, Safeguards
 from gateway.service import Gateway
 from gateway.store.factory import open_store
+from gateway.store.records import AlertRoutes
 from gateway.tools.calls import ToolCalls
 from gateway.tools.evidence import build_fetcher
 from gateway.tools.progress import Progress
@@ -151,6 +152,11 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                 migrate=settings.migrate_on_start,
                 refusal_limits=limits.refusals,
                 safeguards=safeguards,
+                # The alerts the store raises itself go to the webhooks that take their kind.
+                alert_routes=AlertRoutes(
+                    tuple((hook.name, hook.events) for hook in settings.webhooks),
+                    settings.watchdog.delivery_attempts,
+                ),
             ) as store,
             running(server),
         ):

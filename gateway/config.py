@@ -31,7 +31,7 @@ from gateway.domain.limits import RateLimits, parse_rate, parse_size
 from gateway.domain.refusals import RefusalLimits
 from gateway.domain.roles import Role
 from gateway.domain.units import parse_duration
-from gateway.domain.watch import KINDS
+from gateway.domain.watch import KINDS, RAISED_KINDS
 from gateway.errors import ConfigError
 from gateway.gate.limits import LimitSettings
 from gateway.oauth.settings import OAuthSettings
@@ -44,7 +44,7 @@ from gateway.yamlfile import read_yaml
 DEFAULT_CONFIG = "warrant.yaml"
 OIDC_CALLBACK = "/console/login/oidc/callback"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
-WEBHOOK_KINDS = (*KINDS, "heartbeat")
+WEBHOOK_KINDS = (*KINDS, *RAISED_KINDS, "heartbeat")
 _Model = TypeVar("_Model", bound=BaseModel)
 
 

@@ -20,7 +20,7 @@ error as the value it answers.
     │                                   successor_exists (names successor_run_id) / successor_of_child
     └── Refusal                         a tools/call the contract does not allow
         ├── tool_not_found, invalid_arguments, forbidden, constraint_violated
-        ├── run_paused, run_waiting, run_cancelled, run_completed, run_expired
+        ├── run_paused, run_waiting, run_cancelled, run_completed, run_expired, run_failed
         ├── lease_superseded, lease_expired, lease_revoked
         ├── budget_exhausted (names the dimension)
         ├── approval_required, approval_denied, approval_expired
@@ -62,6 +62,8 @@ class Code(StrEnum):
     RUN_CANCELLED = "run_cancelled"
     RUN_COMPLETED = "run_completed"
     RUN_EXPIRED = "run_expired"
+    # The run failed: an operator's fail, or the contract's rules (docs/decisions/0024-failed-end.md).
+    RUN_FAILED = "run_failed"
     LEASE_SUPERSEDED = "lease_superseded"
     LEASE_EXPIRED = "lease_expired"
     # The API key that granted the lease was revoked (docs/decisions/0012-keys-and-roles.md).
@@ -176,6 +178,7 @@ CALL_CODES: frozenset[Code] = frozenset(
         Code.RUN_CANCELLED,
         Code.RUN_COMPLETED,
         Code.RUN_EXPIRED,
+        Code.RUN_FAILED,
         Code.LEASE_SUPERSEDED,
         Code.LEASE_EXPIRED,
         Code.LEASE_REVOKED,

@@ -136,6 +136,20 @@ class Gateway:
                 log.exception("adapter %s failed to revoke credentials of run %s", adapter.name, run_id)
         return run
 
+    async def fail(self, principal: Principal, run_id: str, reason: str) -> RunRecord:
+        """End the run `failed` by an operator (`Store.fail_run`: its cause, the `run_failed` entry and
+        alert, every token dead). Its calls in flight settle with their real outcome, as after a
+        soft cancel; the adapters drop the run's credentials.
+
+        Raises: NotFound (also another tenant's run); Refusal `run_<status>` when it is over already."""
+        run = await self.store.fail_run(run_id, reason, principal.name, tenant=principal.tenant)
+        for adapter in self.adapters:
+            try:
+                await adapter.revoke(run_id)
+            except Exception:
+                log.exception("adapter %s failed to revoke credentials of run %s", adapter.name, run_id)
+        return run
+
     async def resolve(
         self,
         principal: Principal,

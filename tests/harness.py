@@ -40,7 +40,15 @@ from gateway.domain import OPERATION_ID_META, parse_contract
 from gateway.gate import META_ACTION_ID, CallResult, Gate
 from gateway.policy import ToolPolicy
 from gateway.store import Store
-from gateway.store.records import ActionRecord, ApprovalRecord, EventRecord, Principal, RunRecord
+from gateway.store.records import (
+    NO_ALERT_ROUTES,
+    ActionRecord,
+    AlertRoutes,
+    ApprovalRecord,
+    EventRecord,
+    Principal,
+    RunRecord,
+)
 from gateway.store.sqlite import SQLiteStore
 from tests.contracts import gate_contract
 
@@ -228,7 +236,14 @@ class Backend(Protocol):
 
     name: str
 
-    def store(self, clock: ManualClock, *, process_id: str | None = None, ledger_key: bytes = LEDGER_KEY) -> Store: ...
+    def store(
+        self,
+        clock: ManualClock,
+        *,
+        process_id: str | None = None,
+        ledger_key: bytes = LEDGER_KEY,
+        alert_routes: AlertRoutes = NO_ALERT_ROUTES,
+    ) -> Store: ...
 
     def events(self, run_id: str) -> list[dict[str, Any]]: ...
 
@@ -288,8 +303,17 @@ class SQLiteBackend(Tampering):
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def store(self, clock: ManualClock, *, process_id: str | None = None, ledger_key: bytes = LEDGER_KEY) -> Store:
-        return SQLiteStore(str(self.path), clock=clock, ledger_key=ledger_key, process_id=process_id)
+    def store(
+        self,
+        clock: ManualClock,
+        *,
+        process_id: str | None = None,
+        ledger_key: bytes = LEDGER_KEY,
+        alert_routes: AlertRoutes = NO_ALERT_ROUTES,
+    ) -> Store:
+        return SQLiteStore(
+            str(self.path), clock=clock, ledger_key=ledger_key, process_id=process_id, alert_routes=alert_routes
+        )
 
     def _execute(self, *statements: tuple[str, tuple[Any, ...]]) -> list[sqlite3.Row]:
         conn = sqlite3.connect(self.path, isolation_level=None)

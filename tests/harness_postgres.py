@@ -22,6 +22,7 @@ from gateway.clock import ManualClock
 from gateway.drill.postgres import process_alive
 from gateway.store import Store
 from gateway.store.postgres import PostgresStore
+from gateway.store.records import NO_ALERT_ROUTES, AlertRoutes
 from tests.harness import LEDGER_KEY, Tampering
 
 SERVER = os.environ.get("WARRANT_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432")
@@ -87,7 +88,14 @@ class PostgresBackend(Tampering):
                     conn.execute(f"DELETE FROM {table}")  # type: ignore[arg-type]
                 left -= set(free)
 
-    def store(self, clock: ManualClock, *, process_id: str | None = None, ledger_key: bytes = LEDGER_KEY) -> Store:
+    def store(
+        self,
+        clock: ManualClock,
+        *,
+        process_id: str | None = None,
+        ledger_key: bytes = LEDGER_KEY,
+        alert_routes: AlertRoutes = NO_ALERT_ROUTES,
+    ) -> Store:
         # As the contract tests expect of a store: time moved by hand (the injected clock, not the
         # database's), and a store opened as another process takes the others for gone (a restart).
         # Both PostgreSQL behaviours are tested on their own (tests/store/test_postgres_specific.py).
@@ -99,6 +107,7 @@ class PostgresBackend(Tampering):
             pool_size=4,
             database_time=False,
             replica_liveness=False,
+            alert_routes=alert_routes,
         )
 
     def _execute(self, *statements: tuple[str, tuple[Any, ...]]) -> list[dict[str, Any]]:

@@ -40,6 +40,13 @@ class ControlBody(BaseModel):
     hard: bool = False
 
 
+class FailBody(BaseModel):
+    """`POST /api/runs/{id}/fail`: why the operator ends the run failed (kept as its cause)."""
+
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field(min_length=1, max_length=2000)
+
+
 class ResolveBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     status: Literal["succeeded", "failed"]

@@ -27,6 +27,7 @@ from gateway.api.bodies import (
     CreateKeyBody,
     DecisionBody,
     DisconnectBody,
+    FailBody,
     LeaseBody,
     PurgeBody,
     ResolveBody,
@@ -176,6 +177,17 @@ def _operations() -> tuple[Op, ...]:
                 errors=(409,),
             )
             for verb in ("pause", "cancel")
+        ),
+        Op(
+            "POST",
+            f"{run}/fail",
+            "End the run failed: its reason kept as its cause, a run_failed entry and alert",
+            "runs.control",
+            200,
+            schemas.RunView,
+            FailBody,
+            True,
+            errors=(409,),
         ),
         Op(
             "POST",

@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from gateway.api.approval_shown import approval_shown
 from gateway.api.audit import audit_filters
-from gateway.api.bodies import AcknowledgeBody, ControlBody, DecisionBody, LeaseBody, ResolveBody, UsageBody
+from gateway.api.bodies import AcknowledgeBody, ControlBody, DecisionBody, FailBody, LeaseBody, ResolveBody, UsageBody
 from gateway.api.events import run_events
 from gateway.api.export import export_run
 from gateway.api.nul import refuse_nul_body, refuse_nul_url
@@ -311,6 +311,13 @@ async def cancel_run(request: Request, principal: Principal, gateway: Gateway) -
     return JSONResponse(run_view(run, gateway.clock.now()))
 
 
+@endpoint("runs.control")
+async def fail_run(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    body = await read_model(request, FailBody)
+    run = await gateway.fail(principal, request.path_params["run_id"], body.reason)
+    return JSONResponse(run_view(run, gateway.clock.now()))
+
+
 @endpoint("actions.read")
 async def list_actions(request: Request, principal: Principal, gateway: Gateway) -> Response:
     run = await gateway.store.get_run(principal.tenant, request.path_params["run_id"])
@@ -528,6 +535,7 @@ routes = [
     Route("/api/runs/{run_id}/pause", pause_run, methods=["POST"]),
     Route("/api/runs/{run_id}/resume", resume_run, methods=["POST"]),
     Route("/api/runs/{run_id}/cancel", cancel_run, methods=["POST"]),
+    Route("/api/runs/{run_id}/fail", fail_run, methods=["POST"]),
     Route("/api/runs/{run_id}/actions", list_actions, methods=["GET"]),
     Route("/api/runs/{run_id}/events", list_events, methods=["GET"]),
     Route("/api/leases/renew", renew_lease, methods=["POST"]),

@@ -82,10 +82,20 @@ class MilestoneView(_View):
     status: str
 
 
+class StatusCause(_View):
+    by: str = Field(description="the operator's key name, or `gateway` for a contract's rule")
+    reason: str
+    rule: str | None = Field(
+        description="the contract's rule that failed the run (`completion.on_verification_failed`, "
+        "`completion.max_completion_attempts`, `plan.fail_run_on_task_failure`); null for an operator"
+    )
+
+
 class RunView(_View):
     run_id: str
     status: RunStatus
     status_reason: str | None
+    status_cause: StatusCause | None = Field(description="who or what failed the run and why; null unless failed")
     goal: str | None
     owner: str
     spec_version: str

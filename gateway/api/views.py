@@ -43,6 +43,7 @@ def run_view(run: RunRecord, now: float) -> dict[str, Any]:
         "run_id": run.run_id,
         "status": run.status.value,
         "status_reason": run.status_reason,
+        "status_cause": run.status_cause,
         "goal": run.contract.get("goal"),
         "owner": run.owner,
         "spec_version": run.spec_version,

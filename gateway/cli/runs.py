@@ -5,6 +5,7 @@
     warrant runs show RUN                         budgets as bars, lease, pending approvals, milestones
     warrant runs pause RUN | resume RUN [--reason TEXT]
     warrant runs cancel RUN [--reason TEXT] [--hard]
+    warrant runs fail RUN --reason TEXT           end a run failed (its reason kept as its cause)
     warrant runs successor RUN --reason TEXT [--extend-by 24h]
                                                   a new run in a terminal run's lineage (extending: admin)
     warrant runs revise RUN --spec-version V --patch FILE|JSON [--reason TEXT]
@@ -78,6 +79,10 @@ def add_commands(sub: Any) -> None:
     cancel.add_argument("--reason", help="recorded in the run's history")
     cancel.add_argument("--hard", action="store_true", help="abort writes in flight (they become unknown)")
     cancel.set_defaults(func=reporting(_control), control="cancel")
+    fail = runs_sub.add_parser("fail", help="end a run failed: every lease token dies, a run_failed alert is raised")
+    fail.add_argument("run_id")
+    fail.add_argument("--reason", required=True, help="why, kept as the run's cause (required)")
+    fail.set_defaults(func=reporting(_control), control="fail")
     successor = runs_sub.add_parser("successor", help="a new run in the lineage of a terminal one")
     successor.add_argument("run_id")
     successor.add_argument("--reason", required=True, help="the authorization, recorded in both runs (required)")
@@ -119,7 +124,7 @@ def add_commands(sub: Any) -> None:
     disconnect.add_argument("grant_id", help="the connection's id (og_...), from `warrant runs connections`")
     disconnect.add_argument("--reason", required=True, help="why, recorded in the run's history (required)")
     disconnect.set_defaults(func=reporting(_disconnect))
-    commands += [cancel, successor, revise, delegate, actions, usage, report, plan, connections, disconnect]
+    commands += [cancel, fail, successor, revise, delegate, actions, usage, report, plan, connections, disconnect]
 
     leases = sub.add_parser("leases", help="acquire or renew a run's lease")
     leases_sub = leases.add_subparsers(dest="leases_command", required=True)

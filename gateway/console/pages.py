@@ -1,6 +1,6 @@
 """The console's pages: sign-in (an API key here; the OpenID Connect provider in
 gateway/console/oidc.py) and -out, the runs, one run (its live timeline, ledger, progress and
-cost), the confirmation page of each of pause / resume / cancel, and the run's event stream.
+cost), the confirmation page of each of pause / resume / cancel / fail, and the run's event stream.
 
 Each page authenticates its session's key again and asks `gateway.domain.roles.require` for the very
 permission the matching API route names, then calls the same store and service functions, scoped
@@ -28,7 +28,7 @@ from gateway.api.views import run_view
 from gateway.console import run_detail
 from gateway.console import session as sessions
 from gateway.domain.roles import permits, require
-from gateway.errors import Code, Forbidden, NotFound, Unauthenticated, WarrantError
+from gateway.errors import Code, Forbidden, InvalidRequest, NotFound, Unauthenticated, WarrantError
 from gateway.oidc.settings import OidcSettings
 from gateway.service import Gateway
 from gateway.store.records import Principal
@@ -50,7 +50,7 @@ LIVE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; connect-src 'self'; "
     "style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 }
-CONTROLS = ("pause", "resume", "cancel")
+CONTROLS = ("pause", "resume", "cancel", "fail")
 
 
 class Console:
@@ -247,7 +247,7 @@ class Console:
         return self.render(request, "run.html", context, headers=LIVE_HEADERS)
 
     async def confirm(self, request: Request, principal: Principal, gateway: Gateway, csrf: str) -> Response:
-        """GET /console/runs/{id}/{verb}: what pause, resume or cancel will do, and the form that does it."""
+        """GET /console/runs/{id}/{verb}: what pause, resume, cancel or fail will do, and the form that does it."""
         verb = request.path_params["verb"]
         if verb not in CONTROLS:
             raise NotFound(f"no route GET {request.url.path}")
@@ -276,7 +276,7 @@ class Console:
             return self.refused(request, error, principal, csrf)
 
     async def control(self, request: Request) -> Response:
-        """POST pause / resume / cancel: the session, then the CSRF token, then `runs.control`."""
+        """POST pause / resume / cancel / fail: the session, then the CSRF token, then `runs.control`."""
         posted = await self.form_post(request, CONTROLS)
         if isinstance(posted, Response):
             return posted
@@ -289,6 +289,12 @@ class Console:
                 await gateway.pause(principal, run_id, reason)
             elif verb == "resume":
                 await gateway.resume_reconciled(principal, run_id, reason)
+            elif verb == "fail":
+                if reason is None:  # the run's cause: the API refuses a fail without one too
+                    raise InvalidRequest(
+                        "a fail needs a reason", problems=[{"field": "reason", "problem": "is required"}]
+                    )
+                await gateway.fail(principal, run_id, reason)
             else:
                 await gateway.cancel(principal, run_id, reason, hard=form.get("hard") == "true")
         except WarrantError as error:

@@ -60,12 +60,17 @@ async def last_verified(gateway: Gateway, run_id: str) -> dict[str, Any] | None:
 
 async def alerts_by_run(gateway: Gateway, tenant: str) -> dict[str, list[dict[str, Any]]]:
     """The tenant's open alerts per run: the conditions the watchdog alerts on that hold now (it raises
-    each episode once; these stay shown until the condition ends)."""
+    each episode once; these stay shown until the condition ends), then the store's own open ones."""
     state = await gateway.store.watch_state(tenant=tenant)
     policy = gateway.watchdog.policy if gateway.watchdog is not None else WatchPolicy()
     found: dict[str, list[dict[str, Any]]] = {}
     for alert in open_alerts(state.runs, state.unknown, gateway.clock.now(), policy):
         found.setdefault(alert.run_id, []).append({"kind": alert.kind, "data": alert.data})
+    # And the store's own alerts (a run failed, a completion refused, a serious refusal, ...): events
+    # rather than conditions, open until the run makes verified progress again.
+    for raised in await gateway.store.open_raised_alerts(tenant):
+        data = {k: v for k, v in raised.data.items() if v is not None}
+        found.setdefault(raised.run_id, []).append({"kind": raised.kind, "data": {**data, "at": isoformat(raised.at)}})
     return found
 
 

@@ -107,7 +107,14 @@ def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
 # run that is over. A paused run or an unread revision are not: the holder goes on once they pass,
 # and may read its run meanwhile.
 DEAD_CODES = frozenset(
-    {Code.LEASE_SUPERSEDED, Code.LEASE_REVOKED, Code.RUN_CANCELLED, Code.RUN_COMPLETED, Code.RUN_EXPIRED}
+    {
+        Code.LEASE_SUPERSEDED,
+        Code.LEASE_REVOKED,
+        Code.RUN_CANCELLED,
+        Code.RUN_COMPLETED,
+        Code.RUN_EXPIRED,
+        Code.RUN_FAILED,
+    }
 )
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from gateway.domain.checks import check_problems
 from gateway.domain.expressions import Expression, compiled
 from gateway.domain.units import currency_exponent, parse_duration, parse_money
-from gateway.errors import Code, InvalidRequest
+from gateway.errors import CALL_CODES, Code, InvalidRequest
 
 DIMENSIONS: tuple[str, ...] = ("spend", "tool_calls", "writes", "active_seconds")
 MAX_COUNT = 10**15 - 1
@@ -119,11 +119,53 @@ class PlanRules(_Strict):
     # A task blocked longer than this raises `task_blocked_long` to the operator (the watchdog);
     # a task's own `blocked_expectation` overrides it. None: only tasks that name one.
     blocked_expectation: str | None = None
+    # A task that fails with its attempts used up (`max_attempts`) fails the run
+    # (gateway/domain/completion.py); false: the agent may revise the plan and go another way.
+    fail_run_on_task_failure: bool = False
 
     _durations = field_validator("blocked_expectation", mode="before")(lambda v: None if v is None else _duration(v))
 
 
 NO_PLAN_RULES = PlanRules()
+
+MAX_COMPLETION_ATTEMPTS = 1000
+
+
+class CompletionRules(_Strict):
+    """`completion:` in a contract (docs/decisions/0024-failed-end.md; the decisions:
+    gateway/domain/completion.py). Absent: today's behaviour, a run that fails verification or is
+    refused completion goes on."""
+
+    # A milestone whose checks failed, or a task's completion check that failed: the run goes on
+    # (continue), is paused for an operator (pause), or fails (fail).
+    on_verification_failed: Literal["continue", "pause", "fail"] = "continue"
+    # Refused completion claims (`completion_refused`) the run may make; the one that uses the
+    # last of them fails the run. None: no bound.
+    max_completion_attempts: int | None = Field(default=None, ge=1, le=MAX_COMPLETION_ATTEMPTS)
+
+
+NO_COMPLETION_RULES = CompletionRules()
+
+
+class EscalationRules(_Strict):
+    """`escalation:` in a contract: the refusals an operator hears of at once (a `serious_refusal`
+    alert, webhook and console), not only the agent."""
+
+    # Refusal codes of a tools/call (docs/refusals.md), e.g. forbidden, constraint_violated.
+    serious_refusals: list[str] = Field(default=[], max_length=len(CALL_CODES))
+
+    @field_validator("serious_refusals")
+    @classmethod
+    def _codes(cls, value: list[str]) -> list[str]:
+        unknown = [code for code in value if code not in CALL_CODES]
+        if unknown:
+            raise ValueError(f"not refusal codes of a call (docs/refusals.md): {', '.join(sorted(unknown))}")
+        if len(value) != len(set(value)):
+            raise ValueError("each code once")
+        return value
+
+
+NO_ESCALATION_RULES = EscalationRules()
 
 
 class Contract(_Strict):
@@ -143,6 +185,8 @@ class Contract(_Strict):
     # When true, the key that created the run may not decide its approvals.
     forbid_creator_approval: bool = False
     plan: PlanRules | None = None
+    completion: CompletionRules | None = None
+    escalation: EscalationRules | None = None
 
     _durations = field_validator("expires_in", "lease_ttl", "progress_expectation", mode="before")(
         lambda v: None if v is None else _duration(v)
@@ -232,6 +276,12 @@ def plan_rules(contract: Any) -> PlanRules:
     """The plan rules of a stored contract (its wire form); the defaults when it names none."""
     body = contract.get("plan") if isinstance(contract, dict) else None
     return PlanRules.model_validate(body) if body else NO_PLAN_RULES
+
+
+def completion_rules(contract: Any) -> CompletionRules:
+    """The completion rules of a stored contract (its wire form); the defaults when it names none."""
+    body = contract.get("completion") if isinstance(contract, dict) else None
+    return CompletionRules.model_validate(body) if body else NO_COMPLETION_RULES
 
 
 def problems_of(exc: ValidationError) -> list[dict[str, str]]:

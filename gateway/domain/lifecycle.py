@@ -14,6 +14,7 @@ class RunStatus(StrEnum):
     COMPLETED = "completed"
     CANCELLED = "cancelled"
     EXPIRED = "expired"
+    FAILED = "failed"  # ended by an operator or by the contract's rules (gateway/domain/completion.py)
 
     @property
     def terminal(self) -> bool:
@@ -25,7 +26,7 @@ class RunStatus(StrEnum):
         return self in (RunStatus.RUNNING, RunStatus.WAITING)
 
 
-TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.EXPIRED})
+TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.EXPIRED, RunStatus.FAILED})
 
 
 class RunEvent(StrEnum):
@@ -38,10 +39,12 @@ class RunEvent(StrEnum):
     CANCEL = "cancel"
     COMPLETE = "complete"
     EXPIRE = "expire"
+    FAIL = "fail"  # an operator's, or the contract's rules (on_verification_failed, max_completion_attempts, ...)
 
 
 R, W, P = RunStatus.RUNNING, RunStatus.WAITING, RunStatus.PAUSED
 C, X, E = RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.EXPIRED
+F = RunStatus.FAILED
 
 # (from, event) -> to. A pair absent from this table is refused.
 TRANSITIONS: dict[tuple[RunStatus, RunEvent], RunStatus] = {
@@ -64,6 +67,11 @@ TRANSITIONS: dict[tuple[RunStatus, RunEvent], RunStatus] = {
     (W, RunEvent.EXPIRE): E,
     (P, RunEvent.EXPIRE): E,
     (E, RunEvent.EXPIRE): E,
+    # Failing is not idempotent: a run failed already is refused `run_failed` (409 on the API),
+    # so the operator learns that someone or something ended it first.
+    (R, RunEvent.FAIL): F,
+    (W, RunEvent.FAIL): F,
+    (P, RunEvent.FAIL): F,
 }
 
 
@@ -73,6 +81,7 @@ _STATUS_CODES = {
     RunStatus.COMPLETED: Code.RUN_COMPLETED,
     RunStatus.CANCELLED: Code.RUN_CANCELLED,
     RunStatus.EXPIRED: Code.RUN_EXPIRED,
+    RunStatus.FAILED: Code.RUN_FAILED,
 }
 
 
@@ -91,6 +100,10 @@ def status_refusal(status: RunStatus) -> Refusal:
         RunStatus.COMPLETED: "not executed: the run is completed; it admits no further call",
         RunStatus.CANCELLED: "not executed: the run was cancelled by an operator; it admits no further call",
         RunStatus.EXPIRED: "not executed: the run's deadline has passed; it admits no further call",
+        RunStatus.FAILED: (
+            "not executed: the run failed (ended by an operator or by its contract's rules); it admits no further "
+            "call: an operator may start a successor"
+        ),
     }
     return Refusal(_STATUS_CODES[status], messages[status], status=status.value)
 

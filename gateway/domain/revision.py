@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gateway.domain.approvals import dominated
-from gateway.domain.contract import NO_PLAN_RULES, Contract, problems_of
+from gateway.domain.contract import NO_COMPLETION_RULES, NO_ESCALATION_RULES, NO_PLAN_RULES, Contract, problems_of
 from gateway.domain.units import parse_duration, parse_money
 from gateway.errors import Code, Forbidden, InvalidRequest, Refusal, WarrantError
 
@@ -252,7 +252,7 @@ def _plan(old: Contract, new: Contract) -> list[Change]:
     """The plan rules (docs/tasks.md): each one stricter narrows, looser widens."""
     a, b = old.plan or NO_PLAN_RULES, new.plan or NO_PLAN_RULES
     out = []
-    for name in ("required_before_writes", "revision_needs_budget"):
+    for name in ("required_before_writes", "revision_needs_budget", "fail_run_on_task_failure"):
         was, now = getattr(a, name), getattr(b, name)
         if was != now:
             out.append(Change(f"plan.{name}", Effect.NARROWS if now else Effect.WIDENS, was, now))
@@ -268,6 +268,38 @@ def _plan(old: Contract, new: Contract) -> list[Change]:
             )
         )
     return out
+
+
+# How strict each on_verification_failed is: a revision toward fail narrows, toward continue widens.
+_ON_VERIFICATION_FAILED = {"continue": 0, "pause": 1, "fail": 2}
+
+
+def _completion(old: Contract, new: Contract) -> list[Change]:
+    """The completion rules (gateway/domain/completion.py): stricter narrows, looser widens."""
+    a, b = old.completion or NO_COMPLETION_RULES, new.completion or NO_COMPLETION_RULES
+    out = []
+    if a.on_verification_failed != b.on_verification_failed:
+        narrows = _ON_VERIFICATION_FAILED[b.on_verification_failed] > _ON_VERIFICATION_FAILED[a.on_verification_failed]
+        effect = Effect.NARROWS if narrows else Effect.WIDENS
+        out.append(
+            Change("completion.on_verification_failed", effect, a.on_verification_failed, b.on_verification_failed)
+        )
+    was, now = a.max_completion_attempts, b.max_completion_attempts
+    if was != now:
+        # None is no bound: any number narrows it, and lifting a number widens.
+        narrows = now is not None and (was is None or now < was)
+        out.append(Change("completion.max_completion_attempts", Effect.NARROWS if narrows else Effect.WIDENS, was, now))
+    return out
+
+
+def _escalation(old: Contract, new: Contract) -> list[Change]:
+    """Serious refusals: naming more tells the operator more (narrows); naming fewer widens."""
+    a = (old.escalation or NO_ESCALATION_RULES).serious_refusals
+    b = (new.escalation or NO_ESCALATION_RULES).serious_refusals
+    if sorted(a) == sorted(b):
+        return []
+    effect = Effect.NARROWS if set(a) <= set(b) else Effect.WIDENS
+    return [Change("escalation.serious_refusals", effect, a, b)]
 
 
 def _workers(old: Contract, new: Contract) -> list[Change]:
@@ -296,6 +328,8 @@ _HANDLED = frozenset(
         "workers",
         "forbid_creator_approval",
         "plan",
+        "completion",
+        "escalation",
     }
 )
 
@@ -323,7 +357,7 @@ def classify(old: Contract, new: Contract) -> list[Change]:
         if getattr(old, name) != getattr(new, name):
             out.append(Change(name, Effect.NEUTRAL, getattr(old, name), getattr(new, name)))
     out += _budgets(old, new) + _authority(old, new) + _approvals(old, new) + _milestones(old, new)
-    out += _workers(old, new) + _plan(old, new)
+    out += _workers(old, new) + _plan(old, new) + _completion(old, new) + _escalation(old, new)
     if old.forbid_creator_approval != new.forbid_creator_approval:
         effect = Effect.NARROWS if new.forbid_creator_approval else Effect.WIDENS
         out.append(Change("forbid_creator_approval", effect, old.forbid_creator_approval, new.forbid_creator_approval))

@@ -323,7 +323,7 @@ class SettleEffects(NamedTuple):
     read_entry: bool  # a read's one ledger entry states its intent (it had no `action_admitted`)
     restore_approval: str | None  # the approval to give back, if any
     overrun: bool  # `budget_overrun`: the cost is over the tool's max_spend
-    after_cancel: bool  # `effect_after_cancel`: it happened while the run is cancelled
+    after_cancel: bool  # `effect_after_cancel`: it happened while the run is cancelled (or failed)
     alert: bool  # an `alert` for the operators: the destination refused the gateway's credentials
 
 
@@ -337,7 +337,8 @@ def settle_effects(
     spend_spent: int,
 ) -> SettleEffects:
     """The rest of the rule, once the action (moved from `previous` to `row`) and its run are read.
-    `run_cancelled`: the run's status is `cancelled`; `spend_spent`: its spend counter before this settle."""
+    `run_cancelled`: the run's status is `cancelled` or `failed` (over by someone's decision, not its
+    own end); `spend_spent`: its spend counter before this settle."""
     rule = rule_for(settlement)
     held = action.reserved
     charge = NOTHING_CHARGED

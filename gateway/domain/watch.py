@@ -37,6 +37,12 @@ KINDS: tuple[str, ...] = (
     "task_blocked_long",
 )
 
+# The alerts the store raises itself, in the transaction of what caused them (not the watchdog's:
+# no condition to watch, each is one event): a run failed, a completion claim refused, a run paused
+# because verification failed, a refusal the contract names serious (gateway/domain/completion.py,
+# docs/decisions/0024-failed-end.md). Webhooks may take them like the watchdog's.
+RAISED_KINDS: tuple[str, ...] = ("run_failed", "completion_refused", "verification_failed", "serious_refusal")
+
 
 @dataclass(frozen=True)
 class WatchPolicy:

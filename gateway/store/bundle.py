@@ -35,6 +35,7 @@ from typing import Any
 
 from gateway.canonical import sha256_hex
 from gateway.clock import isoformat
+from gateway.domain.lifecycle import RunStatus
 from gateway.domain.operations import idempotency_key
 from gateway.domain.units import format_money
 from gateway.store.chain import EntryRow, Head, entry_version, verify_run
@@ -46,7 +47,7 @@ MEDIA_TYPE = "application/x-ndjson"
 
 # Where each entry type names a stored body. Rejected calls' payloads are never stored.
 _PAYLOAD_TYPES = frozenset({"action_admitted", "action_settled", "approval_requested"})
-_STATUS_EVENTS = {f"run_{s}": s for s in ("running", "waiting", "paused", "completed", "cancelled", "expired")}
+_STATUS_EVENTS = {f"run_{s.value}": s.value for s in RunStatus}
 # Action row fields each entry type states (the settled entry of a read also states its intent).
 _ADMITTED_FIELDS = (
     *("tool", "effect", "operation_id", "payload_sha256", "epoch", "worker", "approval_id", "repeat_of"),

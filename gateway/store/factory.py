@@ -12,6 +12,7 @@ from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.ports import Store
 from gateway.store.postgres import PostgresStore
 from gateway.store.postgres.db import PostgresDatabase, is_postgres_url
+from gateway.store.records import NO_ALERT_ROUTES, AlertRoutes
 from gateway.store.sqlite import SQLiteStore
 from gateway.store.sqlite.db import Database, ServeLock, sqlite_path
 
@@ -25,10 +26,12 @@ async def open_store(
     migrate: bool = True,
     refusal_limits: RefusalLimits | None = None,
     safeguards: Safeguards = ALL_ON,
+    alert_routes: AlertRoutes = NO_ALERT_ROUTES,
 ) -> AsyncIterator[Store]:
     """Open the store named by `url`: `sqlite:///PATH` or `postgresql://user@host:port/db`,
     applying due schema migrations unless `migrate` is off (then a store that needs any is refused).
-    `refusal_limits`: `limits.refusals` (docs/limits.md); `safeguards`: the drill's switches.
+    `refusal_limits`: `limits.refusals` (docs/limits.md); `safeguards`: the drill's switches;
+    `alert_routes`: the webhooks that take each kind of the alerts the store raises itself.
 
     Raises: ConfigError for an unsupported URL; StoreError when the store cannot be opened (an
     unreachable server, a schema newer than this gateway).
@@ -42,6 +45,7 @@ async def open_store(
             migrate=migrate,
             refusal_limits=refusal_limits,
             safeguards=safeguards,
+            alert_routes=alert_routes,
         )
     elif is_postgres_url(url):
         store = PostgresStore(
@@ -51,6 +55,7 @@ async def open_store(
             migrate=migrate,
             refusal_limits=refusal_limits,
             safeguards=safeguards,
+            alert_routes=alert_routes,
         )
     else:
         raise ConfigError(

@@ -44,6 +44,7 @@ from gateway.store.records import (
     ActionRecord,
     AdmitResult,
     AlertDraft,
+    AlertRecord,
     ApprovalPending,
     ApprovalRecord,
     ApprovalRequest,
@@ -165,7 +166,17 @@ class RunStore(Protocol):
         marked cancelled hard and every process sharing the store is told (`cancel_notices`), so
         each aborts its calls in flight for it.
 
-        Raises: NotFound; Refusal `run_completed` / `run_expired`.
+        Raises: NotFound; Refusal `run_completed` / `run_expired` / `run_failed`.
+        """
+
+    async def fail_run(self, run_id: str, reason: str, by: str, *, tenant: str | None = None) -> RunRecord:
+        """End the run `failed`, in one transaction: the status with its cause (`status_cause`:
+        by, reason), the `run_failed` ledger entry, the epoch bumped (every token dies), open
+        approvals superseded, live children cancelled, and a `run_failed` alert raised (queued to
+        the webhooks that take it). Its unknown actions stay reconcilable; it may get a successor.
+
+        Raises: NotFound (also for another `tenant`'s run); Refusal `run_<status>` when it is over
+        already (`run_failed` when failed before).
         """
 
     async def revise(
@@ -707,6 +718,15 @@ class WatchStore(Protocol):
     async def raise_alerts(self, alerts: Sequence[AlertDraft], *, max_attempts: int) -> list[RaisedAlert]:
         """Record each alert once per (run, kind, episode). A new one gets, in ONE transaction, its
         row, its run's `alert` entry and one pending delivery per target. Returns the new ones only."""
+
+    async def list_alerts(self, tenant: str, *, run_id: str | None = None, limit: int = 100) -> list[AlertRecord]:
+        """The alerts raised for the tenant's runs (the watchdog's and the store's own), newest
+        first; only `run_id`'s when one is named."""
+
+    async def open_raised_alerts(self, tenant: str, *, run_id: str | None = None) -> list[AlertRecord]:
+        """The alerts the store raised itself (run_failed, completion_refused, verification_failed,
+        serious_refusal) that are still open, oldest first: raised since the run's last verified
+        progress (`runs.progress_at`), and a run_failed one while its run stays failed."""
 
     async def queue_heartbeat(self, holder: str, every: float, targets: Sequence[str], data: dict[str, Any]) -> bool:
         """Queue a `heartbeat` delivery to each target if `holder` holds the watchdog lease and the

@@ -51,6 +51,8 @@ class RunRecord:
     carved: dict[str, int] | None = None  # a child run's share carved out of its parent
     completion: dict[str, Any] | None = None  # summary, milestones, uncertain: set when completed
     lease_revoked_at: float | None = None  # the key that granted the current lease was revoked then
+    # Who or what ended a failed run and why: {by, reason, rule} (rule: the contract's, None for an operator).
+    status_cause: dict[str, Any] | None = None
 
     @functools.cached_property
     def contract(self) -> dict[str, Any]:
@@ -404,6 +406,34 @@ class WatchState:
 class AlertDraft:
     alert: Alert
     targets: tuple[str, ...]  # the webhooks that take this kind
+
+
+@dataclass(frozen=True)
+class AlertRoutes:
+    """Which webhooks take which alert kinds (`webhooks:` in warrant.yaml, as plain data): the store
+    queues an alert it raises itself (run_failed, completion_refused, serious_refusal, ...) to each
+    in the transaction that raises it, as the watchdog's `AlertDraft` names its targets."""
+
+    hooks: tuple[tuple[str, frozenset[str] | None], ...] = ()  # (name, kinds it takes; None: every kind)
+    max_attempts: int = 8
+
+    def targets(self, kind: str) -> tuple[str, ...]:
+        return tuple(name for name, kinds in self.hooks if kinds is None or kind in kinds)
+
+
+NO_ALERT_ROUTES = AlertRoutes()
+
+
+@dataclass(frozen=True)
+class AlertRecord:
+    """A raised alert as the store keeps it (watch_alerts): the watchdog's and the store's own."""
+
+    alert_id: str
+    run_id: str
+    tenant: str
+    kind: str
+    at: float
+    data: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,9 @@ class ChainState:
                 self.run["spec_version"] = data["spec_version"]
         elif kind in _RUN_STATUSES:  # every status move is chained as run_<status> (SqlBase._set_status)
             self.run["status"] = kind[len("run_") :]
-            if kind == "run_cancelled" and not self.cancelled:  # the cancel bumps the epoch (SQLiteStore._cancel)
+            # A cancel and a fail each bump the epoch once (EndingOps._cancel, EndingOps._fail); a run
+            # ends one way only, so one flag says whether the bump is counted already.
+            if kind in ("run_cancelled", "run_failed") and not self.cancelled:
                 self.cancelled, self.epoch = True, self.epoch + 1
         elif kind == "run_revised" and isinstance(data.get("to"), str):
             self.run["spec_version"] = data["to"]

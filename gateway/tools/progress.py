@@ -191,9 +191,14 @@ class Progress:
         )
         if isinstance(recorded, Refused):
             return CallResult.refused(recorded.refusal, recorded.action_id)
-        return CallResult(
-            [{"type": "text", "text": _milestone_text(recorded)}], {"milestone": milestone_view(recorded)}
-        )
+        text = _milestone_text(recorded)
+        body: dict[str, Any] = {"milestone": milestone_view(recorded)}
+        if recorded.status == "failed":  # completion.on_verification_failed may pause or fail the run with it
+            after = await self.store.get_run(run.tenant, run.run_id)
+            if after.status is not run.status:
+                text += f"; the run is {after.status.value}: {after.status_reason}"
+                body["run_status"] = after.status.value
+        return CallResult([{"type": "text", "text": text}], body)
 
     # -- warrant_complete --------------------------------------------------------------------
     async def complete(self, token: str | None, arguments: Mapping[str, Any]) -> CallResult:

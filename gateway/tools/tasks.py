@@ -126,6 +126,12 @@ class Planning:
             text = f"task {task_id} is {moved.task.status} already; nothing changed"
         if moved.readied:
             text += f"; ready now: {', '.join(moved.readied)}"
+        if (
+            moved.task.status is TaskStatus.FAILED
+        ):  # the contract may fail the run with it (plan.fail_run_on_task_failure)
+            run = await store.get_run(info.run.tenant, info.run.run_id)
+            if run.status.terminal:
+                text += f"; the run is {run.status.value}: {run.status_reason}"
         body = {
             "task": task_view(current, state),
             "previous": moved.previous.value,

@@ -104,6 +104,7 @@ def body_for(route: Served, acme: Acme) -> dict[str, Any] | None:
         "pause": {"reason": "intrusion", "hard": True},
         "resume": {"reason": "intrusion"},
         "cancel": {"reason": "intrusion", "hard": True},
+        "fail": {"reason": "intrusion"},
         "approve": {"note": "intrusion"},
         "deny": {"note": "intrusion"},
         "resolve": {"status": "failed", "evidence": "intrusion"},

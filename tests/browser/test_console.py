@@ -1,6 +1,6 @@
 """The operator console in a real headless Chromium against a real `warrant serve`: sign in with a key,
 see a run the API created, watch the agent's calls appear in the run page's timeline without a reload, cancel
-the run through its confirmation page and watch the agent refused, pause and resume it, another tenant's
+(or fail) the run through its confirmation page and watch the agent refused, pause and resume it, another tenant's
 approver sees none of it, and a form posted without its CSRF token changes nothing.
 
 Runs, leases and the agent go through the API and the official MCP SDK client (tests/browser/console.py);
@@ -83,6 +83,27 @@ async def test_cancelling_through_the_confirmation_page_refuses_the_agents_next_
     assert (await served.run(run_id))["status"] == "cancelled"
     after = await served.call(token, "notes__append", {"title": "after", "body": "b"})
     assert code_of(after) == "run_cancelled"
+
+
+async def test_failing_through_the_confirmation_page_shows_the_cause_and_the_open_alert(
+    page: Page, served: Served
+) -> None:
+    run_id = await served.create_run(unique("to be failed"))
+    token = await served.lease(run_id)
+
+    await sign_in(page, served, "op")
+    fail = await confirm_control(page, served, run_id, "fail", reason="the source data is wrong")
+    await expect(page.locator("#difference")).to_contain_text("Fail is final too")
+    assert (await served.run(run_id))["status"] == "running"  # the confirmation page changed nothing
+    await fail.get_by_role("button", name="Fail the run for good").click()
+
+    await page.wait_for_url(f"{served.url}/console/runs/{run_id}")
+    await expect(page.locator("#status")).to_contain_text("failed (the source data is wrong)")
+    await expect(page.locator("#status-cause")).to_contain_text("failed by op")
+    await expect(page.locator("#alerts")).to_contain_text("run_failed")
+    assert (await served.run(run_id))["status"] == "failed"
+    after = await served.call(token, "notes__append", {"title": "after", "body": "b"})
+    assert code_of(after) == "run_failed"
 
 
 async def test_an_approver_of_another_tenant_sees_none_of_it(page: Page, served: Served) -> None:

@@ -493,7 +493,10 @@ async def test_a_store_that_already_holds_two_successors_of_one_run_migrates_lin
         ("DROP TABLE tasks", ()),
         ("DROP TABLE plans", ()),
     ]
+    # And 0024's (the failed end).
+    undo_24 = [(f"ALTER TABLE runs DROP COLUMN {c}", ()) for c in ("status_cause", "completion_refusals")]
     world.backend._execute(
+        *undo_24,
         *undo_20,
         *undo_14,
         ("DROP INDEX runs_successor", ()),

@@ -23,9 +23,10 @@ upstream_unavailable spec_version_mismatch tool_definition_changed rate_limited 
 checkpoint_conflict completion_refused lease_revoked draining
 """.split()
 # Beyond DESIGN.md's list: a call whose contract was revised twice while it was decided; the plan
-# and its tasks (issue 23, docs/tasks.md).
+# and its tasks (issue 23, docs/tasks.md); a failed run (issue 23, docs/decisions/0024-failed-end.md).
 BEYOND_DESIGN = {
     "contract_revised",
+    "run_failed",
     "plan_invalid",
     "plan_conflict",
     "plan_revision_limit",

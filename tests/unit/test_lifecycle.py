@@ -8,6 +8,7 @@ from gateway.errors import Conflict, Refusal, WarrantError
 
 R, W, P = RunStatus.RUNNING, RunStatus.WAITING, RunStatus.PAUSED
 C, X, E = RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.EXPIRED
+F = RunStatus.FAILED
 
 # The run lifecycle of DESIGN.md, written out again here so the table is checked, not echoed.
 EXPECTED_RUN_TRANSITIONS = {
@@ -30,6 +31,9 @@ EXPECTED_RUN_TRANSITIONS = {
     (W, RunEvent.EXPIRE): E,
     (P, RunEvent.EXPIRE): E,
     (E, RunEvent.EXPIRE): E,
+    (R, RunEvent.FAIL): F,
+    (W, RunEvent.FAIL): F,
+    (P, RunEvent.FAIL): F,
 }
 
 ALL_RUN_PAIRS = list(itertools.product(RunStatus, RunEvent))
@@ -40,9 +44,9 @@ def test_the_run_table_is_the_designed_one() -> None:
     assert TRANSITIONS == EXPECTED_RUN_TRANSITIONS
 
 
-def test_the_terminal_states_are_completed_cancelled_and_expired() -> None:
-    assert {C, X, E} == TERMINAL
-    assert [s for s in RunStatus if s.terminal] == [C, X, E]
+def test_the_terminal_states_are_completed_cancelled_expired_and_failed() -> None:
+    assert {C, X, E, F} == TERMINAL
+    assert [s for s in RunStatus if s.terminal] == [C, X, E, F]
     assert [s for s in RunStatus if s.live] == [R, W]
 
 
@@ -137,3 +141,16 @@ def test_an_unknown_action_is_never_turned_back_into_admitted_or_rejected() -> N
 def test_failed_and_rejected_actions_free_their_operation_id() -> None:
     assert {ActionStatus.FAILED, ActionStatus.REJECTED}.isdisjoint(HOLDS_OPERATION)
     assert {ActionStatus.ADMITTED, ActionStatus.UNKNOWN, ActionStatus.SUCCEEDED} <= HOLDS_OPERATION
+
+
+def test_a_failed_run_is_failed_again_refused_run_failed_not_an_idempotent_success() -> None:
+    with pytest.raises(Refusal) as caught:
+        transition(F, RunEvent.FAIL)
+    assert caught.value.code == "run_failed"
+
+
+@pytest.mark.parametrize("ended", [C, X, E])
+def test_a_run_ended_otherwise_cannot_fail(ended: RunStatus) -> None:
+    with pytest.raises(Refusal) as caught:
+        transition(ended, RunEvent.FAIL)
+    assert caught.value.code == f"run_{ended.value}"

@@ -26,7 +26,7 @@ from gateway.store.long_reads import LONG_READS_MAX, LongReads
 from gateway.store.ports import CancelNotices
 from gateway.store.postgres.db import CONNECT_TIMEOUT_S, POOL_MAX, PostgresDatabase, postgres_url, redact
 from gateway.store.postgres.notices import CANCEL_CHANNEL, listen
-from gateway.store.records import AdmitResult, Admitted, Intent
+from gateway.store.records import NO_ALERT_ROUTES, AdmitResult, Admitted, AlertRoutes, Intent
 from gateway.store.reports import HealthReport
 from gateway.store.sql.connection import Conn
 from gateway.store.sql.store import SqlStore
@@ -59,6 +59,7 @@ class PostgresStore(SqlStore):
         migrate: bool = True,
         refusal_limits: RefusalLimits | None = None,
         safeguards: Safeguards = ALL_ON,
+        alert_routes: AlertRoutes = NO_ALERT_ROUTES,
     ) -> None:
         """`database_time`: the store's transactions take their time from the database's clock
         (tests that move an injected clock by hand turn it off). `replica_liveness`: another
@@ -77,6 +78,7 @@ class PostgresStore(SqlStore):
             safeguards=safeguards,
             # Long reads (verify, export, audit) never hold more than half the pool.
             long_reads=LongReads(max(1, min(LONG_READS_MAX, pool_size // 2))),
+            alert_routes=alert_routes,
         )
         self._alive: psycopg.Connection[Any] | None = None
         self._liveness = replica_liveness

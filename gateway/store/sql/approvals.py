@@ -21,8 +21,9 @@ from gateway.store.records import (
     Principal,
     Refused,
 )
-from gateway.store.sql.base import SqlBase, cursor_after
+from gateway.store.sql.base import cursor_after
 from gateway.store.sql.connection import Conn
+from gateway.store.sql.ending import EndingOps
 from gateway.store.sql.progress import check_reviewer, review_decided
 from gateway.store.sql.rows import (
     approval_from_row,
@@ -32,7 +33,7 @@ from gateway.store.sql.rows import (
 )
 
 
-class ApprovalOps(SqlBase):
+class ApprovalOps(EndingOps):
     # -- approvals -------------------------------------------------------------------------
     async def approvals_for(self, run_id: str, tool: str, payload_sha256: str) -> list[ApprovalRecord]:
         def read(conn: Conn) -> list[ApprovalRecord]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import secrets
@@ -16,21 +17,26 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from gateway.bounded import BoundedSet
+from gateway.canonical import canonical_json
 from gateway.clock import Clock, isoformat
 from gateway.domain import lifecycle
 from gateway.domain.admission import RunSnapshot, lease_refusal, spec_refusal
+from gateway.domain.completion import serious_refusals
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lease_rules import resumed_expiry
 from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.domain.refusals import RefusalLimits, recorded_reason, recorded_tool, refusal_scope
 from gateway.domain.settlement import Settlement, settled_row
 from gateway.domain.units import format_money, headroom
+from gateway.domain.watch import Alert
 from gateway.errors import Code, InvalidRequest, NotFound, Refusal
 from gateway.ids import new_id
 from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.long_reads import LongReads
 from gateway.store.records import (
+    NO_ALERT_ROUTES,
     ActionRecord,
+    AlertRoutes,
     ApprovalStatus,
     RunRecord,
 )
@@ -75,10 +81,12 @@ class SqlBase(abc.ABC):
         refusal_limits: RefusalLimits | None = None,
         safeguards: Safeguards = ALL_ON,
         long_reads: LongReads | None = None,
+        alert_routes: AlertRoutes = NO_ALERT_ROUTES,
     ) -> None:
         """`refusal_limits`: `limits.refusals` (docs/limits.md); `safeguards`: the drill's switches
         (gateway/safeguards.py), read inside the admit and settle transactions; `long_reads`: the
-        bound on long reads at once (`_aside`), when not the default."""
+        bound on long reads at once (`_aside`), when not the default; `alert_routes`: the webhooks
+        that take each kind of the alerts the store raises itself (`_raise_alert`)."""
         if not ledger_key:
             raise ValueError("a ledger key is required")
         self._db = db
@@ -93,6 +101,7 @@ class SqlBase(abc.ABC):
         self._long_reads = long_reads or LongReads()
         self.refusal_limits = refusal_limits or RefusalLimits()
         self.safeguards = safeguards
+        self.alert_routes = alert_routes
 
     @property
     def clock(self) -> Clock:
@@ -134,6 +143,36 @@ class SqlBase(abc.ABC):
             chain.append(conn, type_, now, data)
         else:
             append_event(conn, self._key, run_id, type_, now, data)
+
+    def _raise_alert(
+        self, conn: Conn, alert: Alert, now: float, *, targets: tuple[str, ...] | None = None, max_attempts: int = 0
+    ) -> str | None:
+        """Raise `alert` once per (run, kind, episode), inside `conn`'s transaction: its row, its
+        run's `alert` entry and one pending delivery per webhook that takes the kind (`targets`:
+        the watchdog names them; else the store's `alert_routes`). Returns its id, None when this
+        episode was raised before (by this process or another)."""
+        alert_id = new_id("alr")
+        inserted = conn.execute(
+            "INSERT INTO watch_alerts (alert_id, run_id, tenant, kind, episode, at, data, raised_by) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (alert_id, alert.run_id, alert.tenant, alert.kind, alert.episode, now, json.dumps(alert.data),
+             self._process_id),
+        ).rowcount  # fmt: skip
+        if not inserted:
+            return None
+        self._event(conn, alert.run_id, "alert", now, kind=alert.kind, alert_id=alert_id, **alert.data)
+        body = {
+            "id": alert_id,
+            "kind": alert.kind,
+            "run_id": alert.run_id,
+            "tenant": alert.tenant,
+            "at": isoformat(now),
+            "data": alert.data,
+        }
+        if targets is None:
+            targets, max_attempts = self.alert_routes.targets(alert.kind), self.alert_routes.max_attempts
+        queue_deliveries(conn, targets, alert.kind, body, now, max_attempts)
+        return alert_id
 
     @contextlib.contextmanager
     def _holding(self, chain: Chain) -> Iterator[Chain]:
@@ -427,7 +466,29 @@ class SqlBase(abc.ABC):
             # payload was, in the chained entry (gateway/domain/refusals.py).
             **({} if payload_bytes is None else {"payload_bytes": payload_bytes}),
         )
+        self._escalate(conn, run.run_id, run.tenant, refusal, action_id, tool, epoch, worker, now)
         return action_id
+
+    def _escalate(
+        self,
+        conn: Conn,
+        run_id: str,
+        tenant: str,
+        refusal: Refusal,
+        action_id: str,
+        tool: str,
+        epoch: int | None,
+        worker: str | None,
+        now: float,
+    ) -> None:
+        """A refusal whose code the contract's `escalation.serious_refusals` names alerts the operator
+        (`serious_refusal`), in the refusal's transaction: the code, the tool, the recorded refusal;
+        never the arguments nor the message (it may quote them)."""
+        row = conn.execute("SELECT contract FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None or refusal.code not in serious_refusals(row[0]):
+            return
+        data = {"code": refusal.code, "tool": tool, "action_id": action_id, "epoch": epoch, "worker": worker}
+        self._raise_alert(conn, Alert(run_id, tenant, "serious_refusal", action_id, data), now)
 
 
 @dataclass(frozen=True)
@@ -465,6 +526,19 @@ def count_dropped(conn: Conn, drop: Drop, now: float) -> None:
     by_rate, by_cap = (1, 0) if drop.limit == "rate" else (0, 1)
     epoch = drop.epoch if drop.epoch is not None else 0
     conn.execute(_COUNT_DROPPED, (drop.run_id, epoch, drop.tenant, by_rate, by_cap, now, now, _COUNT_CAP, _COUNT_CAP))
+
+
+def queue_deliveries(
+    conn: Conn, targets: tuple[str, ...] | list[str], kind: str, body: dict[str, Any], now: float, max_attempts: int
+) -> None:
+    """One pending webhook delivery of `body` per target (gateway/runtime/webhooks.py sends them)."""
+    text = canonical_json(body).decode("utf-8")
+    for target in targets:
+        conn.execute(
+            "INSERT INTO webhook_deliveries (delivery_id, target, kind, body, status, max_attempts, next_at, "
+            "created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
+            (new_id("dlv"), target, kind, text, max_attempts, now, now),
+        )
 
 
 def cursor_after(cursor: str | None) -> int:

@@ -361,7 +361,8 @@ class GateOps(LeaseOps, LimitOps):
                 row_after,
                 previous=previous,
                 action=updated,
-                run_cancelled=status == RunStatus.CANCELLED.value,
+                # A failed run is over as a cancelled one is: an effect landing after it is flagged the same.
+                run_cancelled=status in (RunStatus.CANCELLED.value, RunStatus.FAILED.value),
                 spend_spent=spend_spent,
             )
             # A read's only ledger entry: what was asked, under which lease, and how it ended.
@@ -407,6 +408,7 @@ class GateOps(LeaseOps, LimitOps):
                         action_id=action_id,
                         tool=updated.tool,
                         receipt=settlement.receipt,
+                        run_status=status,
                     )
                 if effects.alert:
                     # The destination refused the gateway's own credentials: every later call will fail

@@ -154,7 +154,7 @@ class KeyOps(SqlBase):
             "SELECT r.run_id, r.epoch, r.lease_worker FROM leases l JOIN runs r "
             "ON r.run_id = l.run_id AND r.epoch = l.epoch "
             "WHERE l.granted_key_id = ? AND r.lease_revoked_at IS NULL "
-            "AND r.status NOT IN ('completed', 'cancelled', 'expired')",
+            "AND r.status NOT IN ('completed', 'cancelled', 'expired', 'failed')",
             (key_id,),
         ).fetchall()
         for run_id, epoch, worker in rows:

@@ -13,6 +13,7 @@ from typing import Any
 from gateway.canonical import canonical_json, sha256_hex
 from gateway.clock import isoformat
 from gateway.domain.checks import CheckResult, milestone_status
+from gateway.domain.completion import Outcome, Setback, decide
 from gateway.domain.lifecycle import ActionStatus, RunEvent, RunStatus, status_refusal
 from gateway.errors import Code, Conflict, Forbidden, Refusal
 from gateway.ids import new_id
@@ -24,8 +25,8 @@ from gateway.store.progress_records import (
     RecoveryInputs,
 )
 from gateway.store.records import ActionRecord, ApprovalRecord, ApprovalStatus, Principal, Refused, RunRecord
-from gateway.store.sql.base import SqlBase
 from gateway.store.sql.connection import Conn, Row
+from gateway.store.sql.ending import EndingOps
 from gateway.store.sql.rows import action_from_row, approval_from_row, put_blob, run_from_row
 from gateway.store.sql.tasks import plan_state
 
@@ -71,7 +72,7 @@ def required_milestones(run: RunRecord) -> list[str]:
     return [m["id"] for m in run.contract.get("milestones") or [] if m.get("required", True)]
 
 
-class ProgressOps(SqlBase):
+class ProgressOps(EndingOps):
     # -- checkpoints -----------------------------------------------------------------------
     async def save_checkpoint(
         self, run_id: str, *, epoch: int, worker: str, expected_version: int, body: dict[str, Any]
@@ -228,6 +229,10 @@ class ProgressOps(SqlBase):
                 conn, run_id, f"milestone_{submission.status}", now, milestone_id=mid, evidence_sha256=evidence_sha,
                 reasons=submission.reasons, review_approval_id=review_id, epoch=epoch, worker=worker,
             )  # fmt: skip
+            if submission.status == "failed":  # the contract's rule decides what a failed verification does
+                contract = run_from_row(self._run_row(conn, run_id)).contract
+                verdict = decide(contract, Setback.VERIFICATION_FAILED)
+                self._apply_verdict(conn, run_id, verdict, now, milestone_id=mid)
             row = conn.execute("SELECT * FROM milestones WHERE run_id = ? AND milestone_id = ?", (run_id, mid))
             return milestone_from_row(row.fetchone())
 
@@ -258,6 +263,7 @@ class ProgressOps(SqlBase):
                 refusal = status_refusal(snapshot.status)
             run = run_from_row(self._run_row(conn, run_id))
             missing: dict[str, Any] = {}
+            verdict, refusals = None, 0
             if refusal is None:
                 missing = self._missing_for_completion(conn, run)
                 if missing:
@@ -271,14 +277,27 @@ class ProgressOps(SqlBase):
                         parts.append("unknown actions not reconciled: " + ", ".join(missing["unknown_actions"]))
                     if missing["live_children"]:
                         parts.append("child runs still live: " + ", ".join(missing["live_children"]))
+                    # Every claim the gateway refuses counts (completion.max_completion_attempts).
+                    (refusals,) = conn.execute(
+                        "UPDATE runs SET completion_refusals = completion_refusals + 1 WHERE run_id = ? "
+                        "RETURNING completion_refusals",
+                        (run_id,),
+                    ).fetchone()
+                    verdict = decide(run.contract, Setback.COMPLETION_REFUSED, refusals=refusals)
+                    if verdict.outcome is Outcome.FAIL:
+                        parts.append(f"the run failed: {verdict.reason}")
                     refusal = Refusal(
-                        Code.COMPLETION_REFUSED, "the run cannot complete; " + "; ".join(parts), **missing
-                    )
+                        Code.COMPLETION_REFUSED, "the run cannot complete; " + "; ".join(parts), **missing,
+                        completion_refusals=refusals, status=RunStatus.FAILED.value
+                        if verdict.outcome is Outcome.FAIL else snapshot.status.value,
+                    )  # fmt: skip
             if refusal is not None:
                 action_id = self._reject(
                     conn, snapshot, now, tool="warrant_complete", payload_sha256=digest, refusal=refusal,
                     epoch=epoch, worker=worker,
                 )  # fmt: skip
+                if verdict is not None:
+                    self._apply_verdict(conn, run_id, verdict, now, action_id=action_id, refusals=refusals)
                 return Refused(refusal, action_id)
             verified = [
                 r["milestone_id"]
@@ -466,7 +485,7 @@ def check_reviewer(approval: ApprovalRecord, principal: Principal, reviewer: str
 
 
 def review_decided(
-    store: SqlBase, conn: Conn, approval: ApprovalRecord, *, approve: bool, by: str, note: str | None, now: float
+    store: EndingOps, conn: Conn, approval: ApprovalRecord, *, approve: bool, by: str, note: str | None, now: float
 ) -> None:
     """The review's decision settles its milestone, in the decision's transaction."""
     row = conn.execute(
@@ -508,3 +527,7 @@ def review_decided(
         conn, approval.run_id, f"milestone_{status}", now, milestone_id=milestone.milestone_id,
         reasons=reasons, review_approval_id=approval.approval_id, by=by,
     )  # fmt: skip
+    if status == "failed":  # a review denied is a failed verification too
+        contract = run_from_row(store._run_row(conn, approval.run_id)).contract
+        verdict = decide(contract, Setback.VERIFICATION_FAILED)
+        store._apply_verdict(conn, approval.run_id, verdict, now, milestone_id=milestone.milestone_id)

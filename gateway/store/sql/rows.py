@@ -67,12 +67,13 @@ def runs_and_damaged(rows: Iterable[Row]) -> tuple[list[RunRecord], list[Damaged
 
 def run_from_row(row: Row) -> RunRecord:
     check_counters(row)
+    status = RunStatus(row["status"])
     return RunRecord(
         run_id=row["run_id"],
         tenant=row["tenant"],
         lineage_id=row["lineage_id"],
         parent_run_id=row["parent_run_id"],
-        status=RunStatus(row["status"]),
+        status=status,
         status_reason=row["status_reason"],
         spec_version=row["spec_version"],
         contract_json=row["contract"],
@@ -102,6 +103,8 @@ def run_from_row(row: Row) -> RunRecord:
         carved=json.loads(row["carved"]) if row["carved"] else None,
         completion=json.loads(row["completion"]) if row["completion"] else None,
         lease_revoked_at=row["lease_revoked_at"],
+        # Read only for a failed run: no other status has a cause (migration 0024).
+        status_cause=json.loads(row["status_cause"]) if status is RunStatus.FAILED and row["status_cause"] else None,
     )
 
 

@@ -1,4 +1,5 @@
-"""The store's runs: create, read, list, and the controls (pause, resume, cancel, hard cancels)."""
+"""The store's runs: create, read, list, and the controls (pause, resume, cancel, hard cancels); the
+cancel's transaction and the fail's are in ending.py."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ from gateway.domain.contract import Contract
 from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.errors import Refusal
 from gateway.store.records import (
-    ApprovalStatus,
     Page,
     Principal,
     RunRecord,
 )
 from gateway.store.sql.base import cursor_after
 from gateway.store.sql.connection import Conn
+from gateway.store.sql.ending import EndingOps
 from gateway.store.sql.lineage import LineageOps
 from gateway.store.sql.rows import (
     encode_cursor,
@@ -24,7 +25,7 @@ from gateway.store.sql.rows import (
 )
 
 
-class RunOps(LineageOps):
+class RunOps(LineageOps, EndingOps):
     # -- runs ------------------------------------------------------------------------------
     async def create_run(self, principal: Principal, contract: Contract) -> RunRecord:
         def tx(conn: Conn) -> RunRecord:
@@ -90,32 +91,6 @@ class RunOps(LineageOps):
         if isinstance(result, Refusal):
             raise result
         return result
-
-    def _cancel(self, conn: Conn, run: RunRecord, now: float, by: str, reason: str | None, **data: Any) -> None:
-        hard = bool(data.get("hard"))
-        if run.status is not RunStatus.CANCELLED:
-            self._set_status(conn, run, RunEvent.CANCEL, now, by=by, reason=reason, **data)
-            # Every outstanding token dies at once: its epoch is no longer the run's.
-            conn.execute("UPDATE runs SET epoch = epoch + 1 WHERE run_id = ?", (run.run_id,))
-            self._close_approvals(conn, run.run_id, now, ApprovalStatus.SUPERSEDED, "the run was cancelled")
-        elif not hard:
-            return  # cancelled already: a second soft cancel changes nothing
-        else:
-            was = conn.execute("SELECT cancelled_hard FROM runs WHERE run_id = ?", (run.run_id,)).fetchone()
-            if not was[0]:  # a soft cancel made hard: in the history too
-                self._event(conn, run.run_id, "run_cancel_hardened", now, by=by, reason=reason)
-        if hard:
-            # Also a soft cancel made hard: its calls still in flight are aborted, on every process.
-            conn.execute("UPDATE runs SET cancelled_hard = 1 WHERE run_id = ?", (run.run_id,))
-            self._announce_hard_cancel(conn, run.run_id)
-        # A hard cancel reaches the children a soft one cancelled before it, too.
-        live = "'completed', 'expired'" if hard else "'completed', 'cancelled', 'expired'"
-        children = conn.execute(
-            f"SELECT * FROM runs WHERE parent_run_id = ? AND status NOT IN ({live})",
-            (run.run_id,),
-        ).fetchall()
-        for child in children:
-            self._cancel(conn, run_from_row(child), now, by, f"parent run {run.run_id} was cancelled", **data)
 
     async def hard_cancelled_among(self, run_ids: Sequence[str]) -> set[str]:
         wanted = list(dict.fromkeys(run_ids))

@@ -14,6 +14,7 @@ from typing import Any
 
 from gateway.canonical import canonical_json, sha256_hex
 from gateway.domain.checks import CheckResult
+from gateway.domain.completion import Setback, decide, task_failure_is_final
 from gateway.domain.contract import plan_rules
 from gateway.domain.tasks import (
     NEW_ATTEMPT,
@@ -30,8 +31,9 @@ from gateway.domain.tasks import (
 )
 from gateway.errors import Code, Refusal
 from gateway.store.records import Refused
-from gateway.store.sql.base import SqlBase
 from gateway.store.sql.connection import Conn, Row
+from gateway.store.sql.ending import EndingOps
+from gateway.store.sql.rows import run_from_row
 from gateway.store.task_records import PlanState, PlanVersion, TaskCounts, TaskMoved, TaskRecord
 
 MAX_RECORDED_ERROR = 512  # an agent's `error` as a chained entry carries it
@@ -92,7 +94,7 @@ def plan_state(conn: Conn, run_id: str) -> PlanState:
     return PlanState(run_id, run["currency"], version, read_tasks(conn, run_id), counts, latest)
 
 
-class TaskOps(SqlBase):
+class TaskOps(EndingOps):
     # -- plan versions -------------------------------------------------------------------------
     async def save_plan(
         self, run_id: str, *, epoch: int, worker: str, expected_version: int, plan: Plan
@@ -200,6 +202,7 @@ class TaskOps(SqlBase):
                     Code.UNKNOWN_TASK, f"not moved: {where} ({task_id}); warrant_status shows it", task_id=task_id
                 )
             moved: TaskMoved | None = None
+            setback: Setback | None = None  # what the contract's rules decide on (gateway/domain/completion.py)
             if refusal is None and task is not None:
                 move = decide_move(task, status, checks=checks)
                 refusal = move.refusal
@@ -209,10 +212,22 @@ class TaskOps(SqlBase):
                         conn, run_id, task, move.status, move.attempts, now, epoch=epoch, worker=worker,
                         output_ref=output_ref, error=error, checks=move.checks, by=by,
                     )  # fmt: skip
+                    if task_failure_is_final(move.status.value, move.attempts, task.spec.max_attempts):
+                        setback = Setback.TASK_FAILED
                 elif refusal is not None and refusal.code == Code.TASK_CHECK_FAILED:
                     self._write_checks(conn, run_id, task, move.checks, refusal, now, epoch=epoch, worker=worker)
+                    if any(r.status == "failed" for r in move.checks):  # unread (unverified) is no failure
+                        setback = Setback.VERIFICATION_FAILED
                 elif refusal is None:
                     moved = TaskMoved(task, task.status)
+            if setback is not None:
+                verdict = decide(run_from_row(self._run_row(conn, run_id)).contract, setback)
+                after = self._apply_verdict(conn, run_id, verdict, now, task_id=task_id)
+                if refusal is not None and after is not run.status:  # the agent hears that the run ended or paused
+                    refusal = Refusal(
+                        Code(refusal.code), f"{refusal.message}; the run is now {after.value}: {verdict.reason}",
+                        **{**refusal.details, "run_status": after.value},
+                    )  # fmt: skip
             if refusal is not None:
                 action_id = self._reject(
                     conn, run, now, tool="warrant_task", payload_sha256=digest, refusal=refusal, epoch=epoch,

@@ -13,15 +13,14 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.canonical import canonical_json
 from gateway.clock import isoformat
 from gateway.domain.lifecycle import RunStatus
 from gateway.domain.units import parse_duration
-from gateway.domain.watch import BlockedTask, PendingApproval, RunWatch, UnknownAction
+from gateway.domain.watch import RAISED_KINDS, BlockedTask, PendingApproval, RunWatch, UnknownAction
 from gateway.errors import DamagedRecord
 from gateway.ids import new_id
-from gateway.store.records import AlertDraft, Delivery, RaisedAlert, Sweep, WatchState
-from gateway.store.sql.base import SqlBase
+from gateway.store.records import AlertDraft, AlertRecord, Delivery, RaisedAlert, Sweep, WatchState
+from gateway.store.sql.base import SqlBase, queue_deliveries
 from gateway.store.sql.connection import Conn, Row
 from gateway.store.sql.rows import run_from_row
 
@@ -180,40 +179,50 @@ class WatchOps(SqlBase):
             now = self._clock.now()
             raised: list[RaisedAlert] = []
             for draft in alerts:
-                alert = draft.alert
-                alert_id = new_id("alr")
-                inserted = conn.execute(
-                    "INSERT INTO watch_alerts (alert_id, run_id, tenant, kind, episode, at, data, raised_by) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    (
-                        alert_id,
-                        alert.run_id,
-                        alert.tenant,
-                        alert.kind,
-                        alert.episode,
-                        now,
-                        json.dumps(alert.data),
-                        self._process_id,
-                    ),
-                ).rowcount
-                if not inserted:
-                    continue  # this episode was raised before, by this process or another
-                self._event(conn, alert.run_id, "alert", now, kind=alert.kind, alert_id=alert_id, **alert.data)
-                body = {
-                    "id": alert_id,
-                    "kind": alert.kind,
-                    "run_id": alert.run_id,
-                    "tenant": alert.tenant,
-                    "at": isoformat(now),
-                    "data": alert.data,
-                }
-                self._queue(conn, draft.targets, alert.kind, body, now, max_attempts)
-                raised.append(RaisedAlert(alert_id, alert, now))
+                alert_id = self._raise_alert(conn, draft.alert, now, targets=draft.targets, max_attempts=max_attempts)
+                if alert_id is not None:  # else this episode was raised before, by this process or another
+                    raised.append(RaisedAlert(alert_id, draft.alert, now))
             return raised
 
         if not alerts:
             return []
         return await self._db.transaction(tx, durable=False)
+
+    async def list_alerts(self, tenant: str, *, run_id: str | None = None, limit: int = 100) -> list[AlertRecord]:
+        def read(conn: Conn) -> list[AlertRecord]:
+            sql, args = "SELECT * FROM watch_alerts WHERE tenant = ?", [tenant]
+            if run_id is not None:
+                sql += " AND run_id = ?"
+                args.append(run_id)
+            rows = conn.execute(sql + " ORDER BY seq DESC LIMIT ?", (*args, limit)).fetchall()
+            return [
+                AlertRecord(r["alert_id"], r["run_id"], r["tenant"], r["kind"], r["at"], json.loads(r["data"]))
+                for r in rows
+            ]
+
+        return await self._db.read(read)
+
+    async def open_raised_alerts(self, tenant: str, *, run_id: str | None = None) -> list[AlertRecord]:
+        kinds = ", ".join(f"'{k}'" for k in RAISED_KINDS)
+
+        def read(conn: Conn) -> list[AlertRecord]:
+            # Open: raised since the run's last verified progress; a run_failed one while the run is failed.
+            sql = (
+                "SELECT a.* FROM watch_alerts a JOIN runs r ON r.run_id = a.run_id WHERE a.tenant = ? "
+                f"AND a.kind IN ({kinds}) AND (a.at >= COALESCE(r.progress_at, r.created_at) "
+                "OR (a.kind = 'run_failed' AND r.status = 'failed'))"
+            )
+            args: list[Any] = [tenant]
+            if run_id is not None:
+                sql += " AND a.run_id = ?"
+                args.append(run_id)
+            rows = conn.execute(sql + " ORDER BY a.seq LIMIT 1000", args).fetchall()
+            return [
+                AlertRecord(r["alert_id"], r["run_id"], r["tenant"], r["kind"], r["at"], json.loads(r["data"]))
+                for r in rows
+            ]
+
+        return await self._db.read(read)
 
     async def queue_heartbeat(self, holder: str, every: float, targets: Sequence[str], data: dict[str, Any]) -> bool:
         def tx(conn: Conn) -> bool:
@@ -227,22 +236,10 @@ class WatchOps(SqlBase):
                 return False
             conn.execute("UPDATE watch_leases SET heartbeat_at = ? WHERE name = ?", (now, LEASE))
             body = {"id": new_id("hb"), "kind": "heartbeat", "run_id": None, "tenant": None, "at": isoformat(now)}
-            self._queue(conn, targets, "heartbeat", {**body, "data": data}, now, 1)
+            queue_deliveries(conn, tuple(targets), "heartbeat", {**body, "data": data}, now, 1)
             return True
 
         return await self._db.transaction(tx, durable=False)
-
-    @staticmethod
-    def _queue(
-        conn: Conn, targets: Sequence[str], kind: str, body: dict[str, Any], now: float, max_attempts: int
-    ) -> None:
-        text = canonical_json(body).decode("utf-8")
-        for target in targets:
-            conn.execute(
-                "INSERT INTO webhook_deliveries (delivery_id, target, kind, body, status, max_attempts, next_at, "
-                "created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
-                (new_id("dlv"), target, kind, text, max_attempts, now, now),
-            )
 
     async def claim_deliveries(self, claimer: str, *, hold: float, limit: int) -> list[Delivery]:
         def tx(conn: Conn) -> list[Delivery]:

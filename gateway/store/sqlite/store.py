@@ -18,6 +18,7 @@ from gateway.domain.refusals import RefusalLimits
 from gateway.errors import StoreError
 from gateway.safeguards import ALL_ON, Safeguards
 from gateway.store.ports import CancelNotices
+from gateway.store.records import NO_ALERT_ROUTES, AlertRoutes
 from gateway.store.reports import HealthReport
 from gateway.store.sql.connection import Conn
 from gateway.store.sql.store import SqlStore
@@ -43,6 +44,7 @@ class SQLiteStore(SqlStore):
         migrate: bool = True,
         refusal_limits: RefusalLimits | None = None,
         safeguards: Safeguards = ALL_ON,
+        alert_routes: AlertRoutes = NO_ALERT_ROUTES,
     ) -> None:
         """`migrate`: apply due schema migrations when opening; off, a store that needs any is refused.
         `refusal_limits`: `limits.refusals` (docs/limits.md); `safeguards`: the drill's switches
@@ -54,6 +56,7 @@ class SQLiteStore(SqlStore):
             process_id=process_id,
             refusal_limits=refusal_limits,
             safeguards=safeguards,
+            alert_routes=alert_routes,
         )
 
     async def _aside(self, fn: Callable[[Conn], T]) -> T:
