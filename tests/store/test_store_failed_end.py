@@ -262,6 +262,23 @@ async def test_a_serious_refusal_alerts_with_its_code_and_tool_never_its_argumen
     assert (await world.store.verify_ledger()).ok
 
 
+async def test_an_agent_looping_on_a_serious_refusal_raises_one_alert_per_code_tool_and_lease(
+    routed: World,
+) -> None:
+    world = routed
+    run = await world.new_run(escalation={"serious_refusals": ["forbidden"]})
+    first = await world.call(run.token, "t__denied", {"n": 0})
+    for n in range(1, 5):
+        assert code_of(await world.call(run.token, "t__denied", {"n": n})) == "forbidden"
+    raised = [data for kind, data in await alerts(world, run.run_id) if kind == "serious_refusal"]
+    assert [d["action_id"] for d in raised] == [first.meta["warrant/action_id"]]
+    assert len(await world.store.list_deliveries()) == 1
+    taken = await world.takeover(run)
+    assert code_of(await world.call(taken, "t__denied", {"n": 9})) == "forbidden"
+    raised = [data for kind, data in await alerts(world, run.run_id) if kind == "serious_refusal"]
+    assert [d["epoch"] for d in raised] == [1, 2]
+
+
 async def test_a_run_naming_no_serious_codes_raises_no_alert_on_refusals(world: World) -> None:
     run = await world.new_run()
     assert code_of(await world.call(run.token, "t__denied", {})) == "forbidden"

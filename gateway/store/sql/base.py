@@ -483,12 +483,15 @@ class SqlBase(abc.ABC):
     ) -> None:
         """A refusal whose code the contract's `escalation.serious_refusals` names alerts the operator
         (`serious_refusal`), in the refusal's transaction: the code, the tool, the recorded refusal;
-        never the arguments nor the message (it may quote them)."""
+        never the arguments nor the message (it may quote them). Once per (code, tool, lease epoch):
+        an agent that loops on a forbidden call is one alert (naming its first refusal), and a new
+        worker that tries again is another; every refusal stays in the ledger."""
         row = conn.execute("SELECT contract FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None or refusal.code not in serious_refusals(row[0]):
             return
         data = {"code": refusal.code, "tool": tool, "action_id": action_id, "epoch": epoch, "worker": worker}
-        self._raise_alert(conn, Alert(run_id, tenant, "serious_refusal", action_id, data), now)
+        episode = f"{refusal.code}:{tool}:{epoch if epoch is not None else '-'}"
+        self._raise_alert(conn, Alert(run_id, tenant, "serious_refusal", episode, data), now)
 
 
 @dataclass(frozen=True)
