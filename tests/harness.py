@@ -37,6 +37,7 @@ from gateway.canonical import canonical_json
 from gateway.catalog import Catalog
 from gateway.clock import ManualClock
 from gateway.domain import OPERATION_ID_META, parse_contract
+from gateway.domain.events import Outbox
 from gateway.gate import META_ACTION_ID, CallResult, Gate
 from gateway.policy import ToolPolicy
 from gateway.store import Store
@@ -243,6 +244,7 @@ class Backend(Protocol):
         process_id: str | None = None,
         ledger_key: bytes = LEDGER_KEY,
         alert_routes: AlertRoutes = NO_ALERT_ROUTES,
+        outbox: Outbox | None = None,
     ) -> Store: ...
 
     def events(self, run_id: str) -> list[dict[str, Any]]: ...
@@ -310,9 +312,15 @@ class SQLiteBackend(Tampering):
         process_id: str | None = None,
         ledger_key: bytes = LEDGER_KEY,
         alert_routes: AlertRoutes = NO_ALERT_ROUTES,
+        outbox: Outbox | None = None,
     ) -> Store:
         return SQLiteStore(
-            str(self.path), clock=clock, ledger_key=ledger_key, process_id=process_id, alert_routes=alert_routes
+            str(self.path),
+            clock=clock,
+            ledger_key=ledger_key,
+            process_id=process_id,
+            alert_routes=alert_routes,
+            outbox=outbox,
         )
 
     def _execute(self, *statements: tuple[str, tuple[Any, ...]]) -> list[sqlite3.Row]:
@@ -425,8 +433,9 @@ class World:
         await self.store.close()
 
 
-async def open_world(backend: Backend, clock: ManualClock) -> World:
-    store = backend.store(clock, process_id="test-gateway")
+async def open_world(backend: Backend, clock: ManualClock, *, outbox: Outbox | None = None) -> World:
+    """`outbox`: the webhooks the store queues ledger entries for (gateway/store/sql/outbox.py)."""
+    store = backend.store(clock, process_id="test-gateway", outbox=outbox)
     await store.open()
     tools = Tools()
     return World(store=store, gate=Gate(store, tools.catalog(), clock), tools=tools, clock=clock, backend=backend)
