@@ -3,8 +3,9 @@ entry's own transaction, named by its event id, capped per run; served entries c
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -13,7 +14,8 @@ from gateway.clock import ManualClock
 from gateway.domain.events import Outbox, Subscriber, event_id
 from gateway.domain.tasks import TaskStatus
 from gateway.store.sql.connection import Conn
-from tests.harness import TENANT, Backend, World, open_world
+from tests.harness import TENANT, Backend, SQLiteBackend, World, open_world
+from tests.harness_postgres import PostgresBackend
 from tests.store.test_store_tasks import moved, plan_of, save
 
 pytestmark = pytest.mark.anyio
@@ -125,3 +127,46 @@ async def test_served_entries_carry_the_progress_as_of_each_entry_also_across_pa
     last = entries[-1]
     [alone] = await world.store.list_events(TENANT, run.run_id, after=last.seq - 1, limit=1)
     assert alone.progress == last.progress  # a page of its own looks back once
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def unmigrated(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Backend]:
+    """A store of its own that no gateway opened yet (the upgrade starts from an older version)."""
+    if request.param == "sqlite":
+        yield SQLiteBackend(tmp_path / "old.db")
+    else:
+        yield from PostgresBackend.session()
+
+
+async def test_version_25_upgrades_a_store_with_alert_deliveries_queued(
+    unmigrated: Backend, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = "sqlite" if isinstance(unmigrated, SQLiteBackend) else "postgres"
+    shipped = importlib.import_module(f"gateway.store.{module}.db")._migrations
+    monkeypatch.setattr(f"gateway.store.{module}.db._migrations", lambda: [m for m in shipped() if m[0] < 25])
+    old = await open_world(unmigrated, clock)
+    run = await old.new_run()
+    store: Any = old.store
+
+    def queued_by_an_older_gateway(conn: Conn) -> None:  # its row as version 24 wrote it
+        conn.execute(
+            "INSERT INTO webhook_deliveries (delivery_id, target, kind, body, status, max_attempts, next_at, "
+            "created_at) VALUES ('dlv_old', 'hook', 'stalled', '{}', 'pending', 2, 0, 0)"
+        )
+
+    await store._db.transaction(queued_by_an_older_gateway, durable=True)
+    await old.teardown()
+    monkeypatch.undo()
+
+    world = await open_world(unmigrated, clock, outbox=Outbox((Subscriber("hook", frozenset({"*"})),)))
+    try:
+        [before] = await world.store.list_deliveries()
+        await save(world, run, plan_of({"id": "a"}))  # a queued row from before, new ones beside it
+        deliveries = await world.store.list_deliveries(limit=100)
+        assert deliveries[0] == before and len(deliveries) > 1
+        assert json.loads(deliveries[-1].body)["progress"] == {"done": 0, "total": 1}
+        [claimed, *_] = await world.store.claim_deliveries("a", hold=30, limit=100)
+        assert claimed.delivery_id == before.delivery_id
+        assert (await world.store.verify_ledger()).ok
+    finally:
+        await world.teardown()
