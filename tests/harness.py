@@ -11,6 +11,7 @@ Tools (adapter `t`; exposed as `t__<name>`), each appending to `Tools.calls` whe
     block     the side effect happens, then the tool waits for `Tools.release` (a call in flight)
     not_sent  nothing happens; the adapter reports "not sent" (NotSent)
     failed    nothing happens; the destination says no (ToolFailed)
+    unauthorized  nothing happens; the destination refuses the gateway's credentials (upstream_unauthorized)
     crash     nothing happens; the adapter raises, so a write's outcome is unknown
 
 `Tools.actual_spend[name]` makes a tool report its actual cost (minor units).
@@ -197,6 +198,8 @@ class Tools:
                 raise NotSent("the destination refused the connection")
             if mode == "failed":
                 raise ToolFailed("the destination rejected the request")
+            if mode == "unauthorized":  # the destination refused the gateway's own credentials
+                raise ToolFailed("401 from the destination", code="upstream_unauthorized")
             if mode == "crash":
                 raise RuntimeError("the adapter broke after it may have sent the request")
             self.effects.append((name, args))
