@@ -37,6 +37,7 @@ from gateway.catalog.pins import Pins
 from gateway.clock import Clock, OffsetClock, SystemClock
 from gateway.config import Settings, load_adapter
 from gateway.console import console_routes
+from gateway.domain.events import Outbox, Subscriber
 from gateway.errors import Code, ConfigError, NotFound
 from gateway.gate.in_flight import InFlight
 from gateway.gate.limits import BodyCap
@@ -152,10 +153,15 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                 migrate=settings.migrate_on_start,
                 refusal_limits=limits.refusals,
                 safeguards=safeguards,
-                # The alerts the store raises itself go to the webhooks that take their kind.
+                # The alerts the store raises itself, and every ledger entry, go to the webhooks
+                # that take their kind or type (gateway/store/sql/outbox.py).
                 alert_routes=AlertRoutes(
                     tuple((hook.name, hook.events) for hook in settings.webhooks),
                     settings.watchdog.delivery_attempts,
+                ),
+                outbox=Outbox(
+                    tuple(Subscriber(hook.name, hook.events) for hook in settings.webhooks),
+                    max_attempts=settings.watchdog.delivery_attempts,
                 ),
             ) as store,
             running(server),

@@ -26,12 +26,12 @@ from gateway import accelerators
 from gateway.adapters.base import Adapter
 from gateway.domain.checks import Validator, parse_host_entry
 from gateway.domain.contract import problems_of
+from gateway.domain.events import subscription
 from gateway.domain.keys import ApiKey
 from gateway.domain.limits import RateLimits, parse_rate, parse_size
 from gateway.domain.refusals import RefusalLimits
 from gateway.domain.roles import Role
 from gateway.domain.units import parse_duration
-from gateway.domain.watch import KINDS, RAISED_KINDS
 from gateway.errors import ConfigError
 from gateway.gate.limits import LimitSettings
 from gateway.oauth.settings import OAuthSettings
@@ -44,7 +44,6 @@ from gateway.yamlfile import read_yaml
 DEFAULT_CONFIG = "warrant.yaml"
 OIDC_CALLBACK = "/console/login/oidc/callback"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
-WEBHOOK_KINDS = (*KINDS, *RAISED_KINDS, "heartbeat")
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
@@ -68,7 +67,8 @@ class KeyEntry(BaseModel):
 
 
 class WebhookEntry(BaseModel):
-    """A receiver of the watchdog's alerts (gateway/runtime/webhooks.py); `events` narrows the kinds sent."""
+    """A webhook receiver (gateway/runtime/webhooks.py); `events` names what it takes: alert kinds,
+    `heartbeat`, ledger types, aliases or `*` (docs/events.md, "Webhooks"); unset, every alert and heartbeat."""
 
     model_config = ConfigDict(extra="forbid")
     url: str = Field(pattern=r"^https?://")
@@ -79,9 +79,7 @@ class WebhookEntry(BaseModel):
     @field_validator("events")
     @classmethod
     def _kinds(cls, value: list[str] | None) -> list[str] | None:
-        unknown = sorted(set(value or ()) - set(WEBHOOK_KINDS))
-        if unknown:
-            raise ValueError(f"unknown event kinds {', '.join(unknown)} (known: {', '.join(WEBHOOK_KINDS)})")
+        subscription(value)  # ValueError: too many, or a name that is none of them
         return value
 
 
@@ -446,7 +444,7 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
     if len(names) != len(set(names)):
         raise ConfigError(f"{path}: api key names must be unique")
     webhooks = tuple(
-        Webhook(w.name or w.url, w.url, env[w.secret_env].encode(), frozenset(w.events) if w.events else None)
+        Webhook(w.name or w.url, w.url, env[w.secret_env].encode(), subscription(w.events) if w.events else None)
         for w in raw.webhooks
     )
     if len({w.name for w in webhooks}) != len(webhooks):

@@ -11,6 +11,7 @@ Tools (adapter `t`; exposed as `t__<name>`), each appending to `Tools.calls` whe
     block     the side effect happens, then the tool waits for `Tools.release` (a call in flight)
     not_sent  nothing happens; the adapter reports "not sent" (NotSent)
     failed    nothing happens; the destination says no (ToolFailed)
+    unauthorized  nothing happens; the destination refuses the gateway's credentials (upstream_unauthorized)
     crash     nothing happens; the adapter raises, so a write's outcome is unknown
 
 `Tools.actual_spend[name]` makes a tool report its actual cost (minor units).
@@ -37,6 +38,7 @@ from gateway.canonical import canonical_json
 from gateway.catalog import Catalog
 from gateway.clock import ManualClock
 from gateway.domain import OPERATION_ID_META, parse_contract
+from gateway.domain.events import Outbox
 from gateway.gate import META_ACTION_ID, CallResult, Gate
 from gateway.policy import ToolPolicy
 from gateway.store import Store
@@ -196,6 +198,8 @@ class Tools:
                 raise NotSent("the destination refused the connection")
             if mode == "failed":
                 raise ToolFailed("the destination rejected the request")
+            if mode == "unauthorized":  # the destination refused the gateway's own credentials
+                raise ToolFailed("401 from the destination", code="upstream_unauthorized")
             if mode == "crash":
                 raise RuntimeError("the adapter broke after it may have sent the request")
             self.effects.append((name, args))
@@ -243,6 +247,7 @@ class Backend(Protocol):
         process_id: str | None = None,
         ledger_key: bytes = LEDGER_KEY,
         alert_routes: AlertRoutes = NO_ALERT_ROUTES,
+        outbox: Outbox | None = None,
     ) -> Store: ...
 
     def events(self, run_id: str) -> list[dict[str, Any]]: ...
@@ -310,9 +315,15 @@ class SQLiteBackend(Tampering):
         process_id: str | None = None,
         ledger_key: bytes = LEDGER_KEY,
         alert_routes: AlertRoutes = NO_ALERT_ROUTES,
+        outbox: Outbox | None = None,
     ) -> Store:
         return SQLiteStore(
-            str(self.path), clock=clock, ledger_key=ledger_key, process_id=process_id, alert_routes=alert_routes
+            str(self.path),
+            clock=clock,
+            ledger_key=ledger_key,
+            process_id=process_id,
+            alert_routes=alert_routes,
+            outbox=outbox,
         )
 
     def _execute(self, *statements: tuple[str, tuple[Any, ...]]) -> list[sqlite3.Row]:
@@ -425,8 +436,9 @@ class World:
         await self.store.close()
 
 
-async def open_world(backend: Backend, clock: ManualClock) -> World:
-    store = backend.store(clock, process_id="test-gateway")
+async def open_world(backend: Backend, clock: ManualClock, *, outbox: Outbox | None = None) -> World:
+    """`outbox`: the webhooks the store queues ledger entries for (gateway/store/sql/outbox.py)."""
+    store = backend.store(clock, process_id="test-gateway", outbox=outbox)
     await store.open()
     tools = Tools()
     return World(store=store, gate=Gate(store, tools.catalog(), clock), tools=tools, clock=clock, backend=backend)

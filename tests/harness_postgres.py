@@ -19,6 +19,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from gateway.clock import ManualClock
+from gateway.domain.events import Outbox
 from gateway.drill.postgres import process_alive
 from gateway.store import Store
 from gateway.store.postgres import PostgresStore
@@ -95,6 +96,7 @@ class PostgresBackend(Tampering):
         process_id: str | None = None,
         ledger_key: bytes = LEDGER_KEY,
         alert_routes: AlertRoutes = NO_ALERT_ROUTES,
+        outbox: Outbox | None = None,
     ) -> Store:
         # As the contract tests expect of a store: time moved by hand (the injected clock, not the
         # database's), and a store opened as another process takes the others for gone (a restart).
@@ -108,6 +110,7 @@ class PostgresBackend(Tampering):
             database_time=False,
             replica_liveness=False,
             alert_routes=alert_routes,
+            outbox=outbox,
         )
 
     def _execute(self, *statements: tuple[str, tuple[Any, ...]]) -> list[dict[str, Any]]:

@@ -492,11 +492,21 @@ class Acknowledged(ActionView):
     acknowledged: dict[str, Any] = Field(description="{by, at, note}")
 
 
+class EventProgress(_View):
+    done: int = Field(ge=0, description="tasks of the current plan completed")
+    total: int = Field(ge=0, description="tasks in the current plan")
+
+
 class EventView(_View):
+    v: Literal[1] = Field(description="the envelope's version (docs/events.md)")
+    id: str = Field(description="evt_<run_id>_<seq>: the same however often it is served; deduplicate on it")
     run_id: str
     seq: int = Field(ge=1, description="the entry's position in its run's chain; the SSE id")
     type: str = Field(description="see docs/events.md, the versioned catalogue")
     at: Timestamp
+    task_id: str | None = Field(default=None, description="the plan's task the entry is about, where it has one")
+    message: str = Field(description="a fixed template per type over whitelisted fields; never payloads or secrets")
+    progress: EventProgress | None = Field(default=None, description="the run's plan as of this entry, where known")
     data: dict[str, Any]
     hash: Sha256
 

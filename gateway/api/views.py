@@ -10,6 +10,7 @@ from gateway.canonical import canonical_json
 from gateway.clock import isoformat
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.deception import marks
+from gateway.domain.events import envelope
 from gateway.domain.lease_rules import lease_held
 from gateway.domain.units import format_money
 from gateway.store.records import ActionRecord, ApprovalRecord, EventRecord, RunRecord
@@ -196,11 +197,9 @@ def dropped_view(dropped: DroppedRefusals) -> dict[str, Any]:
 
 
 def event_view(event: EventRecord) -> dict[str, Any]:
-    return {
-        "run_id": event.run_id,
-        "seq": event.seq,
-        "type": event.type,
-        "at": isoformat(event.at),
-        "data": event.data,
-        "hash": event.hash,
-    }
+    """The entry in its envelope (gateway/domain/events.py: v, id, message, task_id, progress),
+    with the recorded `data` and the chain `hash`, as an events reader may see them."""
+    body = envelope(event.run_id, event.seq, event.type, event.at, event.data, event.progress)
+    body["data"] = event.data
+    body["hash"] = event.hash
+    return body

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gateway.domain.events import HEARTBEAT, wants
+
 
 @dataclass(frozen=True)
 class WatchdogSettings:
@@ -27,15 +29,19 @@ class WatchdogSettings:
 
 @dataclass(frozen=True)
 class Webhook:
-    """A receiver of the watchdog's alerts (`webhooks:` in warrant.yaml, the secret from `secret_env`)."""
+    """A receiver of alerts, heartbeats and any ledger entry (`webhooks:` in warrant.yaml, the secret
+    from `secret_env`; docs/events.md, "Webhooks")."""
 
     name: str
     url: str
     secret: bytes = field(repr=False)
-    events: frozenset[str] | None  # None: every kind
+    events: frozenset[str] | None  # aliases resolved (gateway/domain/events.py); None: every alert and heartbeat
 
     def wants(self, kind: str) -> bool:
-        return self.events is None or kind in self.events
+        """Whether it takes an alert of `kind`, or the heartbeat."""
+        if kind == HEARTBEAT:
+            return wants(self.events, HEARTBEAT)
+        return wants(self.events, "alert", kind)
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,11 @@
 Any gateway process may deliver: each attempt first *claims* its row in the store for a bounded
 time (`Store.claim_deliveries`), so two processes never send the same row at once, and a process
 that dies mid-send only delays the row until its claim lapses. The body is the exact JSON stored
-with the row, `{id, kind, run_id, tenant, at, data}`; `id` is the alert's (the same for every
-receiver and every retry: receivers deduplicate on it), `Warrant-Delivery` names this row.
+with the row: a run's entry in its envelope (gateway/domain/events.py: `{v, id, run_id, seq, type,
+at, task_id?, message, progress?}` with `kind`, `tenant`, `data`, and an alert's `alert_id`), or a
+heartbeat's `{id, kind, run_id: null, tenant: null, at, data}`. `id` is the event's
+(`evt_<run_id>_<seq>`: the same for every receiver and every retry, receivers deduplicate on it),
+`Warrant-Delivery` names this row.
 
 Signature, as Stripe signs its webhooks:
 

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 
 from gateway.clock import Clock
+from gateway.domain.events import Outbox
 from gateway.domain.refusals import RefusalLimits
 from gateway.errors import ConfigError
 from gateway.safeguards import ALL_ON, Safeguards
@@ -27,11 +28,13 @@ async def open_store(
     refusal_limits: RefusalLimits | None = None,
     safeguards: Safeguards = ALL_ON,
     alert_routes: AlertRoutes = NO_ALERT_ROUTES,
+    outbox: Outbox | None = None,
 ) -> AsyncIterator[Store]:
     """Open the store named by `url`: `sqlite:///PATH` or `postgresql://user@host:port/db`,
     applying due schema migrations unless `migrate` is off (then a store that needs any is refused).
     `refusal_limits`: `limits.refusals` (docs/limits.md); `safeguards`: the drill's switches;
-    `alert_routes`: the webhooks that take each kind of the alerts the store raises itself.
+    `alert_routes`: the webhooks that take each kind of the alerts the store raises itself;
+    `outbox`: the webhooks that take ledger entries (gateway/store/sql/outbox.py).
 
     Raises: ConfigError for an unsupported URL; StoreError when the store cannot be opened (an
     unreachable server, a schema newer than this gateway).
@@ -46,6 +49,7 @@ async def open_store(
             refusal_limits=refusal_limits,
             safeguards=safeguards,
             alert_routes=alert_routes,
+            outbox=outbox,
         )
     elif is_postgres_url(url):
         store = PostgresStore(
@@ -56,6 +60,7 @@ async def open_store(
             refusal_limits=refusal_limits,
             safeguards=safeguards,
             alert_routes=alert_routes,
+            outbox=outbox,
         )
     else:
         raise ConfigError(

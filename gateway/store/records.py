@@ -10,6 +10,7 @@ from typing import Any, Generic, TypeVar
 from gateway.domain.admission import Reservation, RunSnapshot
 from gateway.domain.approvals import Requirement
 from gateway.domain.contract import DIMENSIONS
+from gateway.domain.events import wants
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.lifecycle import ApprovalStatus as ApprovalStatus
 from gateway.domain.settlement import SettleKind as SettleKind
@@ -281,6 +282,9 @@ class EventRecord:
     at: float
     data: dict[str, Any]
     hash: str
+    # The run's plan as of this entry, `{done, total}` (gateway/domain/events.py): set by
+    # `list_events`, from the entry or the plan or task entry before it; None where unknown.
+    progress: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -418,7 +422,8 @@ class AlertRoutes:
     max_attempts: int = 8
 
     def targets(self, kind: str) -> tuple[str, ...]:
-        return tuple(name for name, kinds in self.hooks if kinds is None or kind in kinds)
+        # As the webhook's `events:` takes alerts (the kind, `alert` or `*`; gateway/domain/events.py).
+        return tuple(name for name, kinds in self.hooks if wants(kinds, "alert", kind))
 
 
 NO_ALERT_ROUTES = AlertRoutes()

@@ -98,8 +98,13 @@ async def test_a_receiver_gets_a_signed_alert_and_its_retry_after_failing_once(
     assert first[1] == second[1] and first[0][DELIVERY_HEADER.lower()] == second[0][DELIVERY_HEADER.lower()]
     body = json.loads(first[1])
     assert body == {
-        "id": raised.alert_id,
+        "v": 1,
+        "id": f"evt_{run.run_id}_{body['seq']}",  # the alert's ledger entry: the same on every retry
+        "seq": body["seq"],
+        "type": "alert",
         "kind": "lease_missed",
+        "alert_id": raised.alert_id,
+        "message": body["message"],
         "run_id": run.run_id,
         "tenant": "acme",
         "at": body["at"],

@@ -146,7 +146,12 @@ async def test_a_run_that_fails_verification_under_fail_ends_failed_and_the_aler
     await eventually(lambda: world.receiver.kinds("failures") == ["run_failed"])
     [(_, delivered, signed)] = [b for b in world.receiver.bodies if b[0] == "failures"]
     assert signed  # the Warrant-Signature verifies with the hook's secret
-    assert (delivered["id"], delivered["run_id"]) == (alert["data"]["alert_id"], run_id)
+    # The body is the alert entry's envelope: the event id, and the alert's own id beside it.
+    assert (delivered["id"], delivered["alert_id"], delivered["run_id"]) == (
+        alert["id"],
+        alert["data"]["alert_id"],
+        run_id,
+    )
     assert delivered["data"]["rule"] == "completion.on_verification_failed"
     assert world.receiver.kinds("refusals") == []  # that hook takes serious_refusal only
 

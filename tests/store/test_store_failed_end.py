@@ -291,8 +291,12 @@ async def test_a_store_of_version_23_upgrades_with_its_runs_and_chains_intact_an
     ended = await world.new_run()
     await world.store.cancel(OPS, ended.run_id, "off", hard=False)
     await world.store.close()
-    # Back to version 23: without 0024's columns.
+    # Back to version 23: without 0024's columns (nor 0025's, docs/decisions/0025-events.md).
     world.backend._execute(
+        ("DROP INDEX webhook_deliveries_run_pending", ()),
+        ("ALTER TABLE webhook_deliveries DROP COLUMN run_id", ()),
+        ("ALTER TABLE webhook_deliveries DROP COLUMN event_id", ()),
+        ("DROP TABLE event_drops", ()),
         *[(f"ALTER TABLE runs DROP COLUMN {c}", ()) for c in ("status_cause", "completion_refusals")],
         ("DELETE FROM schema_migrations WHERE version >= 24", ()),
     )

@@ -493,9 +493,16 @@ async def test_a_store_that_already_holds_two_successors_of_one_run_migrates_lin
         ("DROP TABLE tasks", ()),
         ("DROP TABLE plans", ()),
     ]
-    # And 0024's (the failed end).
+    # And 0024's (the failed end), and 0025's (docs/decisions/0025-events.md).
     undo_24 = [(f"ALTER TABLE runs DROP COLUMN {c}", ()) for c in ("status_cause", "completion_refusals")]
+    undo_25 = [
+        ("DROP INDEX webhook_deliveries_run_pending", ()),
+        ("ALTER TABLE webhook_deliveries DROP COLUMN run_id", ()),
+        ("ALTER TABLE webhook_deliveries DROP COLUMN event_id", ()),
+        ("DROP TABLE event_drops", ()),
+    ]
     world.backend._execute(
+        *undo_25,
         *undo_24,
         *undo_20,
         *undo_14,

@@ -320,7 +320,13 @@ async def test_a_successor_inherits_the_plan_and_restarts_the_attempts_its_prede
     }
     assert [t.task_id for t in inherited.tasks] == ["done", "going", "stuck", "later"]
     [entry] = [e for e in await world.events(successor.run_id) if e.type == "plan_inherited"]
-    assert entry.data == {"from_run_id": run.run_id, "version": 1, "tasks": 4, "restarted": ["going", "stuck"]}
+    assert entry.data == {
+        "from_run_id": run.run_id,
+        "version": 1,
+        "tasks": 4,
+        "restarted": ["going", "stuck"],
+        "progress": {"done": 1, "total": 4},
+    }
     # The predecessor's plan is as it was.
     assert (await states(world, run))["going"] == (S.RUNNING, 1)
 

@@ -117,9 +117,15 @@ async def test_an_alert_is_raised_once_per_episode_across_two_stores_on_one_data
     deliveries = await world.store.list_deliveries()
     assert [d.target for d in deliveries] == ["hook", "hook", "pager"]
     body = json.loads(deliveries[0].body)
+    # The entry's envelope (its event id, for idempotent receivers) with the alert's own fields.
     assert body == {
-        "id": first[0].alert_id,
+        "v": 1,
+        "id": f"evt_{run.run_id}_{alerts[0].seq}",
+        "seq": alerts[0].seq,
+        "type": "alert",
+        "alert_id": first[0].alert_id,
         "kind": "stalled",
+        "message": body["message"],
         "run_id": run.run_id,
         "tenant": TENANT,
         "at": body["at"],

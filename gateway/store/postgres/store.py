@@ -19,6 +19,7 @@ import psycopg
 
 from gateway.clock import Clock
 from gateway.domain.admission import CallFacts
+from gateway.domain.events import Outbox
 from gateway.domain.refusals import RefusalLimits
 from gateway.errors import StoreError
 from gateway.safeguards import ALL_ON, Safeguards
@@ -60,6 +61,7 @@ class PostgresStore(SqlStore):
         refusal_limits: RefusalLimits | None = None,
         safeguards: Safeguards = ALL_ON,
         alert_routes: AlertRoutes = NO_ALERT_ROUTES,
+        outbox: Outbox | None = None,
     ) -> None:
         """`database_time`: the store's transactions take their time from the database's clock
         (tests that move an injected clock by hand turn it off). `replica_liveness`: another
@@ -76,6 +78,7 @@ class PostgresStore(SqlStore):
             process_id=process_id,
             refusal_limits=refusal_limits,
             safeguards=safeguards,
+            outbox=outbox,
             # Long reads (verify, export, audit) never hold more than half the pool.
             long_reads=LongReads(max(1, min(LONG_READS_MAX, pool_size // 2))),
             alert_routes=alert_routes,

@@ -23,6 +23,7 @@ from gateway.domain import lifecycle
 from gateway.domain.admission import RunSnapshot, lease_refusal, spec_refusal
 from gateway.domain.completion import serious_refusals
 from gateway.domain.contract import DIMENSIONS
+from gateway.domain.events import Outbox
 from gateway.domain.lease_rules import resumed_expiry
 from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.domain.refusals import RefusalLimits, recorded_reason, recorded_tool, refusal_scope
@@ -41,6 +42,7 @@ from gateway.store.records import (
     RunRecord,
 )
 from gateway.store.sql.connection import Conn, Database, Row
+from gateway.store.sql.outbox import publish
 from gateway.store.sql.rates import take
 from gateway.store.sql.rows import (
     RUN_STATE_COLUMNS,
@@ -82,11 +84,13 @@ class SqlBase(abc.ABC):
         safeguards: Safeguards = ALL_ON,
         long_reads: LongReads | None = None,
         alert_routes: AlertRoutes = NO_ALERT_ROUTES,
+        outbox: Outbox | None = None,
     ) -> None:
         """`refusal_limits`: `limits.refusals` (docs/limits.md); `safeguards`: the drill's switches
         (gateway/safeguards.py), read inside the admit and settle transactions; `long_reads`: the
         bound on long reads at once (`_aside`), when not the default; `alert_routes`: the webhooks
-        that take each kind of the alerts the store raises itself (`_raise_alert`)."""
+        that take each kind of the alerts the store raises itself (`_raise_alert`); `outbox`: the
+        webhooks that take ledger entries (gateway/store/sql/outbox.py; None: none)."""
         if not ledger_key:
             raise ValueError("a ledger key is required")
         self._db = db
@@ -102,6 +106,7 @@ class SqlBase(abc.ABC):
         self.refusal_limits = refusal_limits or RefusalLimits()
         self.safeguards = safeguards
         self.alert_routes = alert_routes
+        self._outbox = outbox or Outbox()
 
     @property
     def clock(self) -> Clock:
@@ -138,11 +143,32 @@ class SqlBase(abc.ABC):
 
     # -- helpers (database thread) ---------------------------------------------------------
     def _event(self, conn: Conn, run_id: str, type_: str, now: float, **data: Any) -> None:
+        self._append(conn, run_id, type_, now, data)
+
+    def _append(
+        self,
+        conn: Conn,
+        run_id: str,
+        type_: str,
+        now: float,
+        data: dict[str, Any],
+        targets: tuple[str, ...] | None = None,
+        max_attempts: int | None = None,
+    ) -> int:
+        """Append an entry and queue its webhook deliveries in the same transaction (to `targets`
+        when given, else to the outbox's subscribers of its type); its seq."""
         chain = self._held.chains.get(run_id)
         if chain is not None:
-            chain.append(conn, type_, now, data)
+            seq = chain.append(conn, type_, now, data)
         else:
-            append_event(conn, self._key, run_id, type_, now, data)
+            seq = append_event(conn, self._key, run_id, type_, now, data)
+        if targets or (targets is None and self._outbox.subscribers):
+            publish(
+                conn, self._outbox, run_id, seq, type_, now, data, targets=targets, max_attempts=max_attempts,
+                process_id=self._process_id,
+                append=lambda t, d: self._append(conn, run_id, t, now, d),
+            )  # fmt: skip
+        return seq
 
     def _raise_alert(
         self, conn: Conn, alert: Alert, now: float, *, targets: tuple[str, ...] | None = None, max_attempts: int = 0
@@ -160,18 +186,11 @@ class SqlBase(abc.ABC):
         ).rowcount  # fmt: skip
         if not inserted:
             return None
-        self._event(conn, alert.run_id, "alert", now, kind=alert.kind, alert_id=alert_id, **alert.data)
-        body = {
-            "id": alert_id,
-            "kind": alert.kind,
-            "run_id": alert.run_id,
-            "tenant": alert.tenant,
-            "at": isoformat(now),
-            "data": alert.data,
-        }
         if targets is None:
             targets, max_attempts = self.alert_routes.targets(alert.kind), self.alert_routes.max_attempts
-        queue_deliveries(conn, targets, alert.kind, body, now, max_attempts)
+        # The entry and its deliveries (the event's envelope, gateway/store/sql/outbox.py) in one step.
+        data = {"kind": alert.kind, "alert_id": alert_id, **alert.data}
+        self._append(conn, alert.run_id, "alert", now, data, targets=targets, max_attempts=max_attempts)
         return alert_id
 
     @contextlib.contextmanager

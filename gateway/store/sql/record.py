@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from gateway.canonical import canonical_json
+from gateway.domain.events import PROGRESS_TYPES, progress_of
 from gateway.errors import Code, InvalidRequest
 from gateway.store.anchor import check_anchor, make_anchor
 from gateway.store.chain import BadEntry, VerifyReport, verify_run
@@ -43,6 +45,27 @@ from gateway.store.sql.rows import (
     event_from_row,
 )
 
+_LAST_PROGRESS = (
+    "SELECT body FROM events WHERE run_id = ? AND seq < ? "
+    f"AND type IN ({', '.join(repr(t) for t in sorted(PROGRESS_TYPES))}) ORDER BY seq DESC LIMIT 1"
+)
+
+
+def with_progress(conn: Conn, events: list[EventRecord], *, planned: bool) -> list[EventRecord]:
+    """Each entry with the run's plan progress as of it: its own (plan and task entries carry it),
+    else the last one before it; one look back per page, for the page's first entries."""
+    if not events or not planned:
+        return events
+    current: dict[str, int] | None = None
+    if progress_of(events[0].data) is None:
+        row = conn.execute(_LAST_PROGRESS, (events[0].run_id, events[0].seq)).fetchone()
+        current = progress_of(json.loads(row["body"])["data"]) if row else None
+    out = []
+    for event in events:
+        current = progress_of(event.data) or current
+        out.append(dataclasses.replace(event, progress=current) if current is not None else event)
+    return out
+
 
 class RecordOps(SqlBase):
     # -- the record ------------------------------------------------------------------------
@@ -68,11 +91,11 @@ class RecordOps(SqlBase):
 
     async def list_events(self, tenant: str, run_id: str, *, after: int = 0, limit: int = 100) -> list[EventRecord]:
         def read(conn: Conn) -> list[EventRecord]:
-            self._run_row(conn, run_id, tenant)
+            run = self._run_row(conn, run_id, tenant)
             rows = conn.execute(
                 "SELECT * FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?", (run_id, after, limit)
             ).fetchall()
-            return [event_from_row(r) for r in rows]
+            return with_progress(conn, [event_from_row(r) for r in rows], planned=bool(run["plan_version"]))
 
         return await self._db.read(read)
 

@@ -33,6 +33,7 @@ from gateway.errors import Code, Refusal
 from gateway.store.records import Refused
 from gateway.store.sql.connection import Conn, Row
 from gateway.store.sql.ending import EndingOps
+from gateway.store.sql.outbox import task_progress
 from gateway.store.sql.rows import run_from_row
 from gateway.store.task_records import PlanState, PlanVersion, TaskCounts, TaskMoved, TaskRecord
 
@@ -163,6 +164,7 @@ class TaskOps(EndingOps):
             self._event(
                 conn, run_id, "plan_created" if current == 0 else "replanned", now, version=version,
                 previous=current, body_sha256=digest, tasks=len(plan.tasks), diff=diff, epoch=epoch, worker=worker,
+                progress=task_progress(conn, run_id),
             )  # fmt: skip
             self._settle_readiness(conn, run_id, now)
             return plan_state(conn, run_id)
@@ -286,7 +288,7 @@ class TaskOps(EndingOps):
         self._event(
             conn, run_id, move_event(task.status, status), now, task_id=task.task_id, previous=task.status.value,
             status=status.value, attempts=attempts, max_attempts=task.spec.max_attempts, epoch=epoch, worker=worker,
-            by=by, **extra,
+            by=by, progress=task_progress(conn, run_id), **extra,
         )  # fmt: skip
         readied, unreadied = self._settle_readiness(conn, run_id, now)
         after = next(t for t in read_tasks(conn, run_id) if t.task_id == task.task_id)
@@ -318,15 +320,17 @@ class TaskOps(EndingOps):
         """The gateway's own moves after a plan or a move: ready exactly when every dependency is completed."""
         readied: list[str] = []
         unreadied: list[str] = []
+        progress: dict[str, int] | None = None  # readiness moves change neither count
         for task_id, status in readiness(read_tasks(conn, run_id)):
             previous = TaskStatus.PENDING if status is TaskStatus.READY else TaskStatus.READY
             conn.execute(
                 "UPDATE tasks SET status = ?, updated_at = ? WHERE run_id = ? AND task_id = ? AND status = ?",
                 (status.value, now, run_id, task_id, previous.value),
             )
+            progress = progress or task_progress(conn, run_id)
             self._event(
                 conn, run_id, move_event(previous, status), now, task_id=task_id, previous=previous.value,
-                status=status.value, by="gateway",
+                status=status.value, by="gateway", progress=progress,
             )  # fmt: skip
             (readied if status is TaskStatus.READY else unreadied).append(task_id)
         return readied, unreadied
@@ -372,7 +376,13 @@ def inherit_plan(conn: Conn, predecessor: str, successor: str, now: float) -> di
     )
     conn.execute("UPDATE runs SET plan_version = ? WHERE run_id = ?", (version, successor))
     tasks = conn.execute("SELECT COUNT(*) AS n FROM tasks WHERE run_id = ?", (successor,)).fetchone()["n"]
-    return {"from_run_id": predecessor, "version": version, "tasks": tasks, "restarted": restarted}
+    return {
+        "from_run_id": predecessor,
+        "version": version,
+        "tasks": tasks,
+        "restarted": restarted,
+        "progress": task_progress(conn, successor),
+    }
 
 
 def move_event(previous: TaskStatus, status: TaskStatus) -> str:

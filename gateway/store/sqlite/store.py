@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from gateway.clock import Clock
+from gateway.domain.events import Outbox
 from gateway.domain.refusals import RefusalLimits
 from gateway.errors import StoreError
 from gateway.safeguards import ALL_ON, Safeguards
@@ -45,6 +46,7 @@ class SQLiteStore(SqlStore):
         refusal_limits: RefusalLimits | None = None,
         safeguards: Safeguards = ALL_ON,
         alert_routes: AlertRoutes = NO_ALERT_ROUTES,
+        outbox: Outbox | None = None,
     ) -> None:
         """`migrate`: apply due schema migrations when opening; off, a store that needs any is refused.
         `refusal_limits`: `limits.refusals` (docs/limits.md); `safeguards`: the drill's switches
@@ -57,6 +59,7 @@ class SQLiteStore(SqlStore):
             refusal_limits=refusal_limits,
             safeguards=safeguards,
             alert_routes=alert_routes,
+            outbox=outbox,
         )
 
     async def _aside(self, fn: Callable[[Conn], T]) -> T:
