@@ -113,3 +113,18 @@ async def test_recording_past_the_cap_deletes_the_oldest(world: World, monkeypat
         await world.store.record_drill(TENANT, drill(i, float(i)))
     page = await world.store.list_drills(TENANT, limit=10)
     assert [d.passed for d in page.items] == [4, 3, 2]
+
+
+async def test_a_store_of_the_version_before_0026_migrates_keeping_its_runs(world: World) -> None:
+    run = await world.new_run()
+    await world.store.close()
+    world.backend._execute(
+        ("DROP TABLE drill_runs", ()),
+        ("ALTER TABLE runs DROP COLUMN replays", ()),
+        ("DELETE FROM schema_migrations WHERE version = 26", ()),
+    )
+    world.store = world.backend.store(world.clock, process_id="test-gateway")
+    await world.store.open()
+    inputs = await world.store.report_inputs(TENANT, run.run_id)
+    assert (inputs.run.run_id, inputs.replays) == (run.run_id, 0)
+    assert (await world.store.list_drills(TENANT)).items == []
