@@ -3,7 +3,9 @@ behind it (tests/e2e/test_mcp_end_to_end.py's gateway), and a scripted agent
 (tests/e2e/planner_agent.py, the official MCP SDK client) that plans five tasks and runs them with
 tool calls tagged by task. The agent is SIGKILLed in the middle of a task; a second agent process,
 given a takeover lease, resumes from the recovery package at that task, its repeated write replays
-instead of happening twice, and the run completes with one effect per task."""
+instead of happening twice, and the run completes with one effect per task. Its pilot report shows
+exactly one recovery episode, a takeover, ended by the task the new agent completed, with its
+cost, and the replayed write as a duplicate prevented (docs/decisions/0026-reports.md)."""
 
 from __future__ import annotations
 
@@ -102,5 +104,17 @@ async def test_a_killed_agent_is_replaced_and_the_new_one_resumes_at_its_task_wi
         run = (await api.get(f"/api/runs/{run_id}")).json()
         assert run["status"] == "completed" and run["standing"]["next_decision"] == "stop"
         actions = (await api.get(f"/api/runs/{run_id}/actions", params={"limit": 100})).json()["items"]
+        report = (await api.get(f"/api/runs/{run_id}/report")).json()
     writes = [a for a in actions if a["tool"] == "files__write_note" and a["status"] == "succeeded"]
     assert sorted(a["task_id"] for a in writes) == sorted(TASK_IDS)
+
+    recovery = report["recovery"]
+    assert recovery["by_cause"] == {"takeover": 1, "restart": 0, "resume": 0}
+    (episode,) = recovery["episodes"]
+    assert (episode["cause"], episode["outcome"], episode["triggers"]) == ("takeover", "recovered", 1)
+    assert (episode["detail"]["epoch"], episode["detail"]["worker"]) == (2, "agent-2")
+    # Its cost: from the takeover to the completed draft, nothing new admitted (the write replayed).
+    assert (episode["tool_calls"], episode["spend"], recovery["recovery_spend"]) == (0, "0.00", "0.00")
+    assert 0 < episode["seconds"] == recovery["recovery_seconds"] < WAIT * 3
+    assert (report["duplicates_prevented"], report["duplicate_effects"]) == (1, 0)
+    assert (report["usable"], report["unusable_reasons"]) == (True, [])
