@@ -119,6 +119,7 @@ def _drill(args: argparse.Namespace) -> int:
     if args.record and not args.tenant:
         print("warrant drill: --record needs --tenant (whose drill history it goes to)", file=sys.stderr)
         return 2
+    store = _recording_store(args) if args.record and not args.list else None  # a bad config fails first
     if args.list:
         for case in REGISTRY.values():
             needs = f" ({case.replicas} replicas: PostgreSQL)" if case.replicas > 1 else ""
@@ -158,8 +159,8 @@ def _drill(args: argparse.Namespace) -> int:
     if args.json_path:
         document = {"seconds": seconds, "summary": info, "results": [r.as_dict() for r in results]}
         Path(args.json_path).write_text(json.dumps(document, indent=2) + "\n")
-    if args.record:
-        _record(args, results, info, started_at, seconds)
+    if store is not None:
+        _record(args, store, results, info, started_at, seconds)
     if not args.keep:
         for result in results:
             if result.verdict != "fail":
@@ -169,14 +170,28 @@ def _drill(args: argparse.Namespace) -> int:
     return 1 if info["failed"] else 0
 
 
-def _record(args: argparse.Namespace, results: Any, info: dict[str, Any], started_at: float, seconds: float) -> None:
-    """Keep the results in the configuration's store. Raises: ConfigError, StoreError (exit 2)."""
-    import getpass
-
+def _recording_store(args: argparse.Namespace) -> tuple[str, bytes]:
+    """The store that --record writes to (its URL and ledger key), read before the drill runs.
+    Raises: ConfigError (exit 2)."""
     from gateway.config import find_config, load_settings
-    from gateway.drill.history import drill_run, record
 
     settings = load_settings(find_config(args.config))
+    return settings.database, settings.ledger_key
+
+
+def _record(
+    args: argparse.Namespace,
+    store: tuple[str, bytes],
+    results: Any,
+    info: dict[str, Any],
+    started_at: float,
+    seconds: float,
+) -> None:
+    """Keep the results in the configuration's store. Raises: StoreError (exit 2)."""
+    import getpass
+
+    from gateway.drill.history import drill_run, record
+
     run = drill_run(
         results,
         info,
@@ -187,5 +202,5 @@ def _record(args: argparse.Namespace, results: Any, info: dict[str, Any], starte
         sabotage=args.sabotage,
         by=getpass.getuser(),
     )
-    kept = asyncio.run(record(settings.database, settings.ledger_key, args.tenant, run))
+    kept = asyncio.run(record(store[0], store[1], args.tenant, run))
     print(f"recorded as {kept.drill_id} (warrant drill history)")

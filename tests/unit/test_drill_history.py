@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gateway.cli import main
@@ -35,3 +37,15 @@ def test_a_sabotaged_drill_is_ok_when_exactly_the_dependent_cases_failed() -> No
 def test_record_without_a_tenant_is_refused_before_anything_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["drill", "--record", "--list"]) == 2
     assert "--tenant" in capsys.readouterr().err
+
+
+def test_record_with_a_configuration_it_cannot_read_fails_before_the_drill_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "warrant.yaml"
+    config.write_text(
+        "database: sqlite:///w.db\napi_keys:\n  - {name: ops, tenant: t, roles: [admin], key_env: UNSET_KEY_X}\n"
+    )
+    argv = ["drill", "--record", "--tenant", "t", "--config", str(config), "--case", "expired-lease"]
+    assert main(argv) == 2
+    assert "UNSET_KEY_X" in capsys.readouterr().err
