@@ -28,6 +28,7 @@ from gateway.api.health import healthz, metrics
 from gateway.api.host_guard import HostGuard, guards
 from gateway.api.keys import routes as key_routes
 from gateway.api.lineage import routes as lineage_routes
+from gateway.api.reports import routes as report_routes
 from gateway.api.retention import routes as retention_routes
 from gateway.api.routes import error_response
 from gateway.api.routes import routes as api_routes
@@ -247,6 +248,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         *key_routes,
         *connection_routes,
         *lineage_routes,
+        *report_routes,
         *retention_routes,
         *(oauth_routes(authorization) if authorization is not None else []),
         *console_routes(settings.ledger_key, authorization, settings.oidc, settings.oauth.public_url),

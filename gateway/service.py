@@ -159,16 +159,25 @@ class Gateway:
         *,
         receipt_id: str | None = None,
         actual_spend: str | None = None,
+        duplicate: bool = False,
     ) -> ActionRecord:
         """An operator settles an `unknown` action that no lookup can, with the evidence recorded.
 
         `succeeded`: it happened (a later retry of its operation answers the recorded result);
         `failed`: it did not happen (the reservation is released; the operation may be tried again).
+        `duplicate` (with `succeeded` only): it happened more than once; the receipt says so, and the
+        pilot report counts it in `duplicate_effects`.
         The evidence and who gave it are the action's receipt and reason, so they enter the ledger.
 
         Raises: NotFound (another tenant's action too), Conflict `invalid_transition` when the
-        action is not `unknown`, InvalidRequest for a bad amount.
+        action is not `unknown`, InvalidRequest for a bad amount or `duplicate` with `failed`.
         """
+        if duplicate and status != "succeeded":
+            raise InvalidRequest(
+                "duplicate: an effect that did not happen cannot have happened twice",
+                code=Code.INVALID_REQUEST,
+                problems=[{"field": "duplicate", "problem": "only with status succeeded"}],
+            )
         action = await self.store.get_action(principal.tenant, action_id)
         kind = SettleKind.SUCCEEDED if status == "succeeded" else SettleKind.FAILED
         if action.status is not ActionStatus.UNKNOWN:
@@ -195,6 +204,7 @@ class Gateway:
             receipt_id=receipt_id,
             actual_spend=spend,
             estimate_spend=spec.cost_spend if spec is not None else action.reserved.get("spend", 0),
+            duplicate=duplicate,
         )
         log.info("action %s resolved %s by %s", action_id, kind.value, principal.name)
         return (await self.store.settle(action_id, settlement)).action

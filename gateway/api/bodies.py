@@ -53,6 +53,8 @@ class ResolveBody(BaseModel):
     evidence: str = Field(min_length=1, max_length=4000)
     receipt_id: str | None = Field(None, min_length=1, max_length=256)
     actual_spend: str | None = Field(None, max_length=32)
+    # The effect happened more than once (the operator found two): the report's duplicate_effects.
+    duplicate: bool = False
 
 
 class AcknowledgeBody(BaseModel):

@@ -37,11 +37,12 @@ from gateway.api.bodies import (
     SuccessorBody,
     UsageBody,
 )
-from gateway.domain.contract import Contract
+from gateway.domain.contract import TAG_PATTERN, Contract
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.roles import ROLES
 from gateway.gate.limits import LimitSettings
 from gateway.store.records import ApprovalStatus
+from gateway.store.reports import MAX_REPORT_RUNS
 
 Security = Literal["key", "lease", "none"]
 DEFAULT_MAX_BODY = LimitSettings().max_request_body  # when warrant.yaml does not set it
@@ -337,6 +338,37 @@ def _operations() -> tuple[Op, ...]:
             response=schemas.PlanView,
         ),
         Op("GET", f"{run}/report", "The pilot measures and the cost by tag", "runs.read", response=schemas.RunReport),
+        Op(
+            "GET",
+            "/api/lineages/{lineage_id}/report",
+            "The pilot measures of every run of a lineage, summed",
+            "runs.read",
+            response=schemas.ReportSums,
+        ),
+        Op(
+            "GET",
+            "/api/reports",
+            "The pilot measures of the tenant's runs, newest first, filtered and summed (bounded: `truncated`)",
+            "runs.read",
+            response=schemas.ReportSums,
+            query=(
+                Param("tag", {"type": "string", "pattern": TAG_PATTERN}, "only runs whose contract has this tag"),
+                Param("since", {"type": "string", "format": "date-time"}, "runs created at or after"),
+                Param("until", {"type": "string", "format": "date-time"}, "runs created before"),
+                Param(
+                    "status", {"type": "string"}, f"a comma-separated list of {', '.join(s.value for s in RunStatus)}"
+                ),
+                _limit(50, MAX_REPORT_RUNS),
+            ),
+        ),
+        Op(
+            "GET",
+            "/api/drills",
+            "The drill runs recorded against this store (`warrant drill --record`), newest first",
+            "runs.read",
+            response=schemas.DrillList,
+            query=(CURSOR, _limit(20, 100)),
+        ),
         Op(
             "GET",
             f"{run}/connections",

@@ -400,6 +400,7 @@ async def resolve_action(request: Request, principal: Principal, gateway: Gatewa
         body.evidence,
         receipt_id=body.receipt_id,
         actual_spend=body.actual_spend,
+        duplicate=body.duplicate,
     )
     run = await gateway.store.get_run(principal.tenant, action.run_id)
     return JSONResponse(action_view(action, run.currency))

@@ -406,12 +406,45 @@ class ReviewTimeView(_View):
     total_seconds: float
     median_seconds: float | None
     max_seconds: float | None
+    p50_seconds: float | None = Field(description="nearest-rank 50th percentile of the waits")
+    p90_seconds: float | None = Field(description="nearest-rank 90th percentile of the waits")
+
+
+RecoveryCause = Literal["takeover", "restart", "resume"]
+
+
+class EpisodeView(_View):
+    cause: RecoveryCause = Field(
+        description="takeover: a new lease replaced the worker; restart: a gateway start-up or restore "
+        "orphaned actions in flight; resume: an operator resumed a paused run"
+    )
+    started_at: Timestamp
+    ended_at: Timestamp | None = Field(description="null while open")
+    outcome: Literal["open", "recovered", "run_ended"] = Field(
+        description="recovered: a checkpoint, task progress, a verified milestone or completion followed"
+    )
+    seconds: float = Field(description="start to end (an open episode: to now)")
+    tool_calls: int = Field(description="tool calls admitted during the episode")
+    spend: Money = Field(description="their settled cost and the charges reported during the episode")
+    triggers: int = Field(description="entries that started or joined it (orphaned actions, leases, resumes)")
+    joined: list[RecoveryCause] = Field(description="other causes that arrived while it was open")
+    detail: dict[str, Any] = Field(
+        description="takeover: epoch, worker, previous_worker; restart: by, actions_orphaned"
+    )
+
+
+class RecoveryByCause(_View):
+    takeover: int
+    restart: int
+    resume: int
 
 
 class RecoveryView(_View):
-    resumes: int
-    recovery_spend: Money
-    recovery_seconds: float = Field(description="from each resume to the next checkpoint (or resume, end, now)")
+    resumes: int = Field(description="operator resumes (paused to running)")
+    recovery_spend: Money = Field(description="= cost.by_tag.recovery")
+    recovery_seconds: float = Field(description="the episodes' seconds, an open one until now")
+    by_cause: RecoveryByCause
+    episodes: list[EpisodeView]
 
 
 class CostByTag(_View):
@@ -444,17 +477,100 @@ class ReportBudgets(_View):
     active_seconds: LimitSpent
 
 
+UnusableReason = Literal["not_completed", "duplicate_effects", "unresolved_actions", "over_budget"]
+
+
 class RunReport(_View):
     run_id: str
+    lineage_id: str
     status: RunStatus
     currency: str
-    usable: bool = Field(description="the outcome was verified: the run completed")
+    tags: list[str] = Field(description="the contract's tags")
+    usable: bool = Field(description="completed, no duplicate effect, no action left unknown, no budget overrun")
+    unusable_reasons: list[UnusableReason] = Field(description="empty when usable")
     review_time: ReviewTimeView = Field(description="approval requested to decided")
     recovery: RecoveryView
-    duplicates_found: int = Field(description="actions reconciliation found succeeded after they were unknown")
+    duplicates_prevented: int = Field(
+        description="repeated writes answered from the record or refused operation_in_progress / outcome_unknown"
+    )
+    duplicate_effects: int = Field(description="effects a lookup's or an operator's evidence says happened twice")
+    duplicates_found: int = Field(description="deprecated: the same as duplicate_effects", deprecated=True)
     cost: CostView
     budgets: ReportBudgets
     active_seconds: int
+
+
+class SumsCost(_View):
+    total: Money
+    by_tag: CostByTag
+    by_contract_tag: dict[str, Money] = Field(description="each run's total under each of its tags (`(untagged)`)")
+    episode_spend: Money = Field(description="spent during recovery episodes")
+
+
+class SumsRecovery(_View):
+    episodes: int
+    by_cause: RecoveryByCause
+    open: int
+    seconds: float
+    tool_calls: int
+
+
+class SumsItem(_View):
+    run_id: str
+    lineage_id: str
+    status: RunStatus
+    tags: list[str]
+    usable: bool
+    unusable_reasons: list[UnusableReason]
+    currency: str
+    total: Money
+    episodes: int
+    duplicate_effects: int
+
+
+class ReportQuery(_View):
+    tag: str | None
+    since: Timestamp | None
+    until: Timestamp | None
+    status: list[RunStatus]
+    limit: int
+
+
+class ReportSums(_View):
+    lineage_id: str | None = None
+    query: ReportQuery | None = None
+    runs: int
+    truncated: bool = Field(description="more runs matched, or the rows bound was reached: narrow the query")
+    by_status: dict[str, int]
+    usable: int
+    unusable_reasons: dict[str, int]
+    review_time: ReviewTimeView = Field(description="over every decided approval of the runs")
+    recovery: SumsRecovery
+    duplicates_prevented: int
+    duplicate_effects: int
+    cost: dict[str, SumsCost] = Field(description="by currency: money is never converted")
+    items: list[SumsItem] = Field(description="newest first")
+
+
+class DrillView(_View):
+    drill_id: str
+    started_at: Timestamp
+    seconds: float
+    profile: str
+    modes: str
+    sabotage: str | None
+    passed: int
+    failed: int
+    skipped: int
+    ok: bool = Field(description="nothing failed; sabotaged: exactly the cases that depend on it failed")
+    summary: dict[str, Any]
+    results: list[dict[str, Any]] = Field(description="one per case run, as `warrant drill --json` writes")
+    recorded_by: str
+
+
+class DrillList(_View):
+    items: list[DrillView]
+    next_cursor: str | None
 
 
 # -- actions and events ----------------------------------------------------------------------

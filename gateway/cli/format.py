@@ -130,36 +130,83 @@ def _seconds(value: Any) -> str:
 
 
 def report_text(report: Mapping[str, Any]) -> str:
-    """`runs report` for a person: the pilot measures, then the cost by tag adding up to the spend."""
+    """`runs report` for a person: the pilot measures, the recovery episodes, then the cost by tag
+    adding up to the spend."""
     review, recovery, cost = report["review_time"], report["recovery"], report["cost"]
     active = report["budgets"]["active_seconds"]
     spend = report["budgets"]["spend"]
     approvals = review["approvals"]
+    episodes = recovery.get("episodes", [])
+    causes = ", ".join(f"{n} {cause}" for cause, n in recovery.get("by_cause", {}).items() if n)
+    reasons = ", ".join(report.get("unusable_reasons", [])) or report["status"]
     measures = [
-        ("usable", "yes (completed)" if report["usable"] else f"no ({report['status']})"),
+        ("usable", "yes (completed)" if report["usable"] else f"no ({reasons})"),
         (
             "review time",
             f"{approvals} decided approval{'s' * (approvals != 1)}"
             + (
                 f": total {_seconds(review['total_seconds'])}, median {_seconds(review['median_seconds'])}, "
-                f"max {_seconds(review['max_seconds'])}"
+                f"p90 {_seconds(review.get('p90_seconds'))}, max {_seconds(review['max_seconds'])}"
                 if approvals
                 else ""
             ),
         ),
         (
             "recovery",
+            f"{len(episodes)} episode{'s' * (len(episodes) != 1)}{f' ({causes})' if causes else ''}, "
             f"{recovery['resumes']} resume{'s' * (recovery['resumes'] != 1)}, "
             f"{recovery['recovery_spend']} spent, {_seconds(recovery['recovery_seconds'])}",
         ),
-        ("duplicates", f"{report['duplicates_found']} found by reconciliation"),
+        (
+            "duplicates",
+            f"{report.get('duplicates_prevented', 0)} prevented, "
+            f"{report.get('duplicate_effects', report.get('duplicates_found', 0))} effects found twice",
+        ),
         ("active time", f"{_seconds(active['spent'])} of {_seconds(active['limit'])}"),
     ]
     lines = [f"{report['run_id']}  {report['status']}"]
     lines += [f"  {name.ljust(11)}  {value}" for name, value in measures]
+    for e in episodes:
+        ended = e["ended_at"] or "now"
+        lines.append(
+            f"    {e['cause']}: {e['started_at']} to {ended} ({e['outcome']}, {_seconds(e['seconds'])}), "
+            f"{e['tool_calls']} call{'s' * (e['tool_calls'] != 1)}, {e['spend']} spent"
+        )
     rows = [[tag, amount] for tag, amount in cost["by_tag"].items()] + [["total", cost["total"]]]
     lines += ["", f"cost by tag ({report.get('currency', '')}); spend budget {spend['spent']} of {spend['limit']}"]
     lines += [f"  {line}" for line in table(["TAG", "AMOUNT"], rows).splitlines()]
+    return "\n".join(lines)
+
+
+def sums_text(sums: Mapping[str, Any]) -> str:
+    """`warrant report lineage|runs` for a person: the sums, then one line per run."""
+    review, recovery = sums["review_time"], sums["recovery"]
+    causes = ", ".join(f"{n} {cause}" for cause, n in recovery["by_cause"].items() if n) or "none"
+    reasons = ", ".join(f"{n} {reason}" for reason, n in sums["unusable_reasons"].items() if n) or "none"
+    lines = [
+        f"{sums['runs']} run{'s' * (sums['runs'] != 1)}{' (truncated: narrow the query)' if sums['truncated'] else ''}",
+        f"  usable       {sums['usable']} of {sums['runs']}; not usable because: {reasons}",
+        f"  review time  {review['approvals']} decided; p50 {_seconds(review['p50_seconds'])}, "
+        f"p90 {_seconds(review['p90_seconds'])}",
+        f"  recovery     {recovery['episodes']} episodes ({causes}), {recovery['open']} open, "
+        f"{_seconds(recovery['seconds'])}",
+        f"  duplicates   {sums['duplicates_prevented']} prevented, {sums['duplicate_effects']} effects found twice",
+    ]
+    for currency, money in sums["cost"].items():
+        tags = ", ".join(f"{tag} {amount}" for tag, amount in money["by_contract_tag"].items())
+        lines.append(f"  cost {currency}  total {money['total']}; by contract tag: {tags}")
+    rows = [
+        (
+            i["run_id"],
+            i["status"],
+            "yes" if i["usable"] else "no",
+            f"{i['total']} {i['currency']}",
+            i["episodes"],
+            ",".join(i["tags"]) or "-",
+        )
+        for i in sums["items"]
+    ]
+    lines.append(table(["run", "status", "usable", "cost", "episodes", "tags"], rows))
     return "\n".join(lines)
 
 

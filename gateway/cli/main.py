@@ -16,8 +16,10 @@
     warrant approvals list | show ID | approve ID | deny ID [--note T] [--sha256 H]   (the same)
     warrant events tail R [--from SEQ] [--no-follow]                    (the same)
     warrant recovery RUN | actions acknowledge|resolve ACTION
+    warrant report run R | lineage L | runs [--tag T] [--since T] [--until T] [--status S] [--limit N]
     warrant adapters import-openapi SPEC --name N [--base-url URL] [--out FILE [--force]]
-    warrant drill [--case C] [--mode M] [--sabotage S] [--json FILE]   (the failure drill: cli_drill.py)
+    warrant drill [--case C] [--mode M] [--sabotage S] [--json FILE] [--record]   (the failure drill: cli_drill.py)
+    warrant drill history [--limit N]                                  (the drills recorded: over the API)
     warrant version
 
 The operator commands (tools, keys, runs, leases, approvals, events, ledger export) talk to a
@@ -45,6 +47,7 @@ from gateway.cli.events import add_commands as add_event_commands
 from gateway.cli.keys import add_commands as add_key_commands
 from gateway.cli.ledger import add_commands as add_ledger_commands
 from gateway.cli.progress import add_commands as add_progress_commands
+from gateway.cli.reports import add_commands as add_report_commands
 from gateway.cli.retention import add_commands as add_purge_commands
 from gateway.cli.runs import add_commands as add_run_commands
 from gateway.cli.tools import add_commands as add_tool_commands
@@ -242,6 +245,7 @@ def parser() -> argparse.ArgumentParser:
     add_key_commands(sub)
     add_run_commands(sub)
     add_progress_commands(sub)
+    add_report_commands(sub)
     add_approval_commands(sub)
     add_event_commands(sub)
     add_adapter_commands(sub)

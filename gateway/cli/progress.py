@@ -4,6 +4,7 @@ word on actions whose outcome no lookup could establish (docs/progress.md).
     warrant recovery RUN                           the recovery package
     warrant actions acknowledge ACTION --note N    accept an unknown action as uncertain
     warrant actions resolve ACTION --status succeeded|failed --evidence E [--receipt-id ID] [--actual-spend X]
+                                 [--duplicate]
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ def add_commands(sub: Any) -> None:
     resolve.add_argument("--evidence", required=True, help="what shows it; recorded in the receipt")
     resolve.add_argument("--receipt-id", help="the destination's id for the object, when it happened")
     resolve.add_argument("--actual-spend", help='what it cost, a decimal in the run\'s currency like "0.05"')
+    resolve.add_argument(
+        "--duplicate", action="store_true", help="it happened more than once (with --status succeeded)"
+    )
     resolve.set_defaults(func=reporting(_resolve))
     for command in (recovery, ack, resolve):
         cli_http.add_url(command)
@@ -65,6 +69,8 @@ def _resolve(args: argparse.Namespace) -> int:
         body["receipt_id"] = args.receipt_id
     if args.actual_spend:
         body["actual_spend"] = args.actual_spend
+    if args.duplicate:
+        body["duplicate"] = True
     with cli_http.client(args) as http:
         action = cli_http.call(http, "POST", api_path("actions", args.action_id, "resolve"), body)
     if args.json:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
@@ -25,6 +25,10 @@ MAX_COUNT = 10**15 - 1
 # versions one run keeps.
 MAX_PLAN_TASKS = 500
 MAX_PLAN_VERSIONS = 1000
+# A contract's `tags` (what the pilot report sums cost by, GET /api/reports?tag=): a few short words.
+MAX_TAGS = 16
+TAG_PATTERN = r"^[a-z0-9_.:-]{1,64}$"
+Tag = Annotated[str, Field(pattern=TAG_PATTERN)]
 
 
 class _Strict(BaseModel):
@@ -187,6 +191,8 @@ class Contract(_Strict):
     plan: PlanRules | None = None
     completion: CompletionRules | None = None
     escalation: EscalationRules | None = None
+    # Labels for reports (team, pilot, customer): cost and outcomes are summed by them.
+    tags: list[Tag] = Field(default=[], max_length=MAX_TAGS)
 
     _durations = field_validator("expires_in", "lease_ttl", "progress_expectation", mode="before")(
         lambda v: None if v is None else _duration(v)
@@ -209,6 +215,13 @@ class Contract(_Strict):
                 parse_money(value.spend, currency)
             except ValueError as exc:
                 raise ValueError(f"spend: {exc}") from None
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _unique_tags(cls, value: list[str]) -> list[str]:
+        if len(value) != len(set(value)):
+            raise ValueError("tags must be unique")
         return value
 
     @field_validator("milestones")

@@ -2,10 +2,12 @@
 
 A run's spend has five tags. `tool`: the settled cost of its tool calls (the actions'
 `actual_spend`); `model` and `runtime`: what a worker or operator reported
-(`POST /api/runs/{id}/usage`, one `charges` row each); `recovery`: any of these incurred between
-a resume and the next checkpoint; `children`: what its delegated sub-runs spent (or still held),
-charged when each ended (`child_ended`). The report adds them up from the same records the run's
-`spend.spent` counter was moved by, so its total equals that counter to the cent.
+(`POST /api/runs/{id}/usage`, one `charges` row each); `recovery`: a charge reported between a resume
+and the next checkpoint, and a tool call admitted inside a recovery episode
+(gateway/domain/recovery.py: a takeover, a restart that orphaned actions, a resume);
+`children`: what its delegated sub-runs spent (or still held), charged when each ended
+(`child_ended`). The report adds them up from the same records the run's `spend.spent`
+counter was moved by, so its total equals that counter to the cent.
 """
 
 from __future__ import annotations
@@ -16,14 +18,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.clock import isoformat
 from gateway.domain.admission import RunSnapshot
 from gateway.domain.contract import DIMENSIONS
 from gateway.domain.lifecycle import RunStatus
+from gateway.domain.recovery import CAUSES, Episode, cost_episodes, episodes_of, in_episode
 from gateway.domain.units import format_money, parse_money
 
 KINDS = ("model", "runtime")  # what a reporter may say a charge is
 TAGS = ("model", "tool", "runtime", "recovery", "children")  # what the report sums by
 _TERMINAL = frozenset(f"run_{s.value}" for s in RunStatus if s.terminal)
+# The refusals that kept a repeated write from running twice (gateway/domain/replay.py).
+PREVENTING_CODES = ("operation_in_progress", "outcome_unknown")
+# Why a run's outcome is not usable, in the order they are listed (docs/decisions/0026-reports.md).
+UNUSABLE_REASONS = ("not_completed", "duplicate_effects", "unresolved_actions", "over_budget")
 
 
 def in_recovery(last_resumed_at: float | None, last_checkpoint_at: float | None) -> bool:
@@ -86,9 +94,13 @@ class ReportInputs:
 
     run: RunSnapshot
     charges: Sequence[Charge]
-    tool_costs: Sequence[ToolCost]
+    tool_costs: Sequence[ToolCost]  # every tool call admitted (not the refused), its settled cost (0 if none)
     facts: Sequence[Fact]  # oldest first
     last_checkpoint_at: float | None
+    tags: tuple[str, ...] = ()  # the contract's `tags`
+    replays: int = 0  # calls answered with a recorded result instead of running again (runs.replays)
+    refused_repeats: int = 0  # rejected actions whose code is in PREVENTING_CODES
+    unknown_actions: int = 0  # actions still `unknown`
 
 
 @dataclass(frozen=True)
@@ -97,28 +109,46 @@ class ReviewTime:
     total_seconds: float
     median_seconds: float | None
     max_seconds: float | None
+    p50_seconds: float | None = None
+    p90_seconds: float | None = None
+    waits: tuple[float, ...] = ()  # each decided approval's wait: for sums over runs
 
 
 @dataclass(frozen=True)
 class Recovery:
-    resumes: int
-    spend: int
-    seconds: float
+    resumes: int  # operator resumes (pause -> running), whether they started an episode or joined one
+    spend: int  # = by_tag["recovery"]
+    seconds: float  # the episodes' wall-clock seconds, an open one until now
+    episodes: tuple[Episode, ...] = ()
+
+
+@dataclass(frozen=True)
+class Duplicates:
+    prevented: int  # repeated writes answered from the record, or refused as in progress / outcome unknown
+    effects: int  # effects that happened twice: a lookup's or an operator's evidence says so
 
 
 @dataclass(frozen=True)
 class Report:
     run: RunSnapshot
     usable: bool
+    unusable_reasons: tuple[str, ...]
     review: ReviewTime
     recovery: Recovery
-    duplicates_found: int
+    duplicates: Duplicates
     by_tag: dict[str, int]
     active_seconds: int
+    tags: tuple[str, ...] = ()
+    now: float = 0.0
 
     @property
     def total(self) -> int:
         return sum(self.by_tag.values())
+
+    @property
+    def duplicates_found(self) -> int:
+        """Deprecated alias of `duplicates.effects` (the wire's `duplicates_found`)."""
+        return self.duplicates.effects
 
     def as_dict(self) -> dict[str, Any]:
         """The report on the wire: money as decimal strings in the run's currency, seconds as numbers."""
@@ -140,31 +170,84 @@ class Report:
                     "spent": spent,
                 }
             )
+        episodes = self.recovery.episodes
         return {
             "run_id": self.run.run_id,
+            "lineage_id": self.run.lineage_id,
             "status": self.run.status.value,
             "currency": currency,
+            "tags": list(self.tags),
             "usable": self.usable,
-            "review_time": {
-                "approvals": self.review.approvals,
-                "total_seconds": self.review.total_seconds,
-                "median_seconds": self.review.median_seconds,
-                "max_seconds": self.review.max_seconds,
-            },
+            "unusable_reasons": list(self.unusable_reasons),
+            "review_time": review_dict(self.review),
             "recovery": {
                 "resumes": self.recovery.resumes,
                 "recovery_spend": money(self.recovery.spend),
                 "recovery_seconds": self.recovery.seconds,
+                "by_cause": {cause: sum(e.cause == cause for e in episodes) for cause in CAUSES},
+                "episodes": [episode_dict(e, currency, self.now) for e in episodes],
             },
-            "duplicates_found": self.duplicates_found,
+            "duplicates_prevented": self.duplicates.prevented,
+            "duplicate_effects": self.duplicates.effects,
+            "duplicates_found": self.duplicates.effects,  # deprecated: duplicate_effects
             "cost": {"total": money(self.total), "by_tag": {tag: money(self.by_tag[tag]) for tag in TAGS}},
             "budgets": budgets,
             "active_seconds": self.active_seconds,
         }
 
 
+def review_dict(review: ReviewTime) -> dict[str, Any]:
+    return {
+        "approvals": review.approvals,
+        "total_seconds": review.total_seconds,
+        "median_seconds": review.median_seconds,
+        "max_seconds": review.max_seconds,
+        "p50_seconds": review.p50_seconds,
+        "p90_seconds": review.p90_seconds,
+    }
+
+
+def episode_dict(episode: Episode, currency: str, now: float) -> dict[str, Any]:
+    return {
+        "cause": episode.cause,
+        "started_at": isoformat(episode.started_at),
+        "ended_at": isoformat(episode.ended_at) if episode.ended_at is not None else None,
+        "outcome": episode.outcome,
+        "seconds": episode.seconds(now),
+        "tool_calls": episode.tool_calls,
+        "spend": format_money(episode.spend, currency),
+        "triggers": episode.triggers,
+        "joined": list(episode.joined),
+        "detail": dict(episode.detail),
+    }
+
+
 def _seconds(value: float) -> float:
     return round(value, 3)
+
+
+def percentile(values: Sequence[float], fraction: float) -> float | None:
+    """The nearest-rank percentile (`fraction` in (0, 1]): a wait some approval really had."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return _seconds(ordered[rank - 1])
+
+
+def review_of(times: Sequence[float]) -> ReviewTime:
+    """Sums and percentiles of approval waits (seconds)."""
+    if not times:
+        return ReviewTime(0, 0.0, None, None)
+    return ReviewTime(
+        len(times),
+        _seconds(sum(times)),
+        _seconds(statistics.median(times)),
+        _seconds(max(times)),
+        percentile(times, 0.5),
+        percentile(times, 0.9),
+        tuple(times),
+    )
 
 
 def review_time(facts: Sequence[Fact]) -> ReviewTime:
@@ -179,10 +262,7 @@ def review_time(facts: Sequence[Fact]) -> ReviewTime:
             requested.setdefault(approval_id, fact.at)
         elif fact.type in ("approval_approved", "approval_denied") and approval_id in requested:
             waited.setdefault(approval_id, max(0.0, fact.at - requested[approval_id]))
-    times = list(waited.values())
-    if not times:
-        return ReviewTime(0, 0.0, None, None)
-    return ReviewTime(len(times), _seconds(sum(times)), _seconds(statistics.median(times)), _seconds(max(times)))
+    return review_of(list(waited.values()))
 
 
 def resumes_of(facts: Sequence[Fact]) -> list[float]:
@@ -191,7 +271,8 @@ def resumes_of(facts: Sequence[Fact]) -> list[float]:
 
 
 def recovery_windows(resumes: Sequence[float], checkpoints: Sequence[float], end: float) -> list[tuple[float, float]]:
-    """[resume, the first checkpoint at or after it, else the next resume, else `end`) for each resume."""
+    """[resume, the first checkpoint at or after it, else the next resume, else `end`) for each resume.
+    The charge tag's rule (`charge_tag`); the report's episodes are gateway/domain/recovery.py."""
     windows = []
     ordered = sorted(resumes)
     for i, start in enumerate(ordered):
@@ -203,10 +284,6 @@ def recovery_windows(resumes: Sequence[float], checkpoints: Sequence[float], end
     return windows
 
 
-def _in_windows(at: float, windows: Sequence[tuple[float, float]]) -> bool:
-    return any(start <= at < stop for start, stop in windows)
-
-
 def children_spend(facts: Sequence[Fact], currency: str) -> int:
     """What ended children charged to this run: their spent and still-reserved spend (`child_ended`)."""
     return sum(
@@ -216,40 +293,71 @@ def children_spend(facts: Sequence[Fact], currency: str) -> int:
     )
 
 
-def build_report(inputs: ReportInputs, now: float) -> Report:
-    """The pilot measures of one run (docs/decisions/0017-time-reported-spend-pilot-report.md).
+def duplicate_effects(facts: Sequence[Fact]) -> int:
+    """Settled actions whose evidence says the effect happened more than once: a lookup's receipt or an
+    operator's resolve (`duplicate: true`) says so. A replay or an unknown that turned out to have
+    happened once is not one."""
+    return sum(
+        1
+        for f in facts
+        if f.type == "action_settled"
+        and isinstance(f.data.get("receipt"), dict)
+        and f.data["receipt"].get("duplicate") is True
+    )
 
-    A tool call admitted inside a recovery window counts as `recovery`, like a charge reported
-    inside one; a charge keeps the tag it was recorded with.
+
+def unusable_reasons(run: RunSnapshot, duplicates: int, unknown_actions: int) -> tuple[str, ...]:
+    """Why the run's outcome cannot be used as it is (empty: usable). A run is usable when it completed,
+    no effect happened twice, no action is left `unknown`, and no budget was overrun."""
+    reasons = []
+    if run.status is not RunStatus.COMPLETED:
+        reasons.append("not_completed")
+    if duplicates:
+        reasons.append("duplicate_effects")
+    if unknown_actions:
+        reasons.append("unresolved_actions")
+    if any(run.spent[dim] > run.limits[dim] for dim in ("spend", "tool_calls", "writes")):
+        reasons.append("over_budget")
+    return tuple(reasons)
+
+
+def build_report(inputs: ReportInputs, now: float) -> Report:
+    """The pilot measures of one run (docs/decisions/0017-time-reported-spend-pilot-report.md,
+    docs/decisions/0026-reports.md).
+
+    A tool call admitted inside a recovery episode counts as `recovery`; a charge keeps the tag it
+    was recorded with.
     """
     run, facts = inputs.run, inputs.facts
-    ended = [f.at for f in facts if f.type in _TERMINAL]
-    # A live run's last window is still open: a call admitted at this very instant is inside it.
-    end = ended[-1] if run.status.terminal and ended else math.inf
-    resumes = resumes_of(facts)
     checkpoints = [inputs.last_checkpoint_at] if inputs.last_checkpoint_at is not None else []
-    windows = recovery_windows(resumes, checkpoints, end)
+    episodes = episodes_of(facts, checkpoints)
+    cost_episodes(
+        episodes,
+        ((c.admitted_at, c.amount) for c in inputs.tool_costs),
+        ((c.created_at, c.amount) for c in inputs.charges),
+    )
     by_tag = dict.fromkeys(TAGS, 0)
     for charge in inputs.charges:
         by_tag[charge.tag] += charge.amount
     for cost in inputs.tool_costs:
-        by_tag["recovery" if _in_windows(cost.admitted_at, windows) else "tool"] += cost.amount
+        by_tag["recovery" if in_episode(cost.admitted_at, episodes) else "tool"] += cost.amount
     by_tag["children"] = children_spend(facts, run.currency)
-    duplicates = sum(
-        1
-        for f in facts
-        if f.type == "action_settled" and f.data.get("previous") == "unknown" and f.data.get("status") == "succeeded"
-    )
+    effects = duplicate_effects(facts)
+    reasons = unusable_reasons(run, effects, inputs.unknown_actions)
     return Report(
         run=run,
-        usable=run.status is RunStatus.COMPLETED,
+        usable=not reasons,
+        unusable_reasons=reasons,
         review=review_time(facts),
         recovery=Recovery(
-            resumes=len(resumes),
+            resumes=len(resumes_of(facts)),
             spend=by_tag["recovery"],
-            seconds=_seconds(sum(max(0.0, min(stop, now) - start) for start, stop in windows)),
+            seconds=_seconds(sum(e.seconds(now) for e in episodes)),
+            episodes=tuple(episodes),
         ),
-        duplicates_found=duplicates,
+        duplicates=Duplicates(prevented=inputs.replays + inputs.refused_repeats, effects=effects),
         by_tag=by_tag,
         active_seconds=int(run.active_seconds(now)),
+        tags=inputs.tags,
+        now=now,
     )

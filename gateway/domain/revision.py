@@ -330,6 +330,7 @@ _HANDLED = frozenset(
         "plan",
         "completion",
         "escalation",
+        "tags",
     }
 )
 
@@ -353,7 +354,7 @@ def classify(old: Contract, new: Contract) -> list[Change]:
     expires_was, expires_now = parse_duration(old.expires_in), parse_duration(new.expires_in)
     if expires_was != expires_now:
         out.append(_by_size("expires_in", old.expires_in, new.expires_in, expires_was, expires_now))
-    for name in ("lease_ttl", "progress_expectation"):
+    for name in ("lease_ttl", "progress_expectation", "tags"):  # tags: labels for reports, no authority
         if getattr(old, name) != getattr(new, name):
             out.append(Change(name, Effect.NEUTRAL, getattr(old, name), getattr(new, name)))
     out += _budgets(old, new) + _authority(old, new) + _approvals(old, new) + _milestones(old, new)

@@ -178,13 +178,17 @@ class Settlement:
         receipt_id: str | None = None,
         actual_spend: int | None = None,
         estimate_spend: int = 0,
+        duplicate: bool = False,
     ) -> Settlement:
         """An operator's, for an `unknown` action no lookup can settle (`succeeded` or `failed`): the
         evidence and who gave it are the receipt and the reason, so they enter the ledger; a success
-        answers a later retry of its operation with them."""
+        answers a later retry of its operation with them. `duplicate`: the operator found the effect
+        happened more than once (`receipt.duplicate`, the report's duplicate_effects)."""
         receipt: dict[str, Any] = {"resolved_by": by, "evidence": evidence, "status": kind.value}
         if receipt_id is not None:
             receipt["id"] = receipt_id
+        if duplicate:
+            receipt["duplicate"] = True
         text = f"{kind.value}, as resolved by {by}: {evidence}"
         happened = kind is SettleKind.SUCCEEDED
         return cls(

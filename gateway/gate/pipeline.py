@@ -492,6 +492,8 @@ class Gate:
         holder = held.action
         decision = replay_rule(holder, ReplayCall(tool, digest), held.expired).decision
         if decision is Replay.REPLAY:
+            # Counted for the report's duplicates_prevented; a lost count loses no effect.
+            await self.store.note_replay(info.run.run_id)
             return await self._replay(holder)
         refusal = replay_refusal(decision, holder)
         assert refusal is not None, "the store's holder holds the operation id"

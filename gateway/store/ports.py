@@ -72,7 +72,7 @@ from gateway.store.records import (
     ToolPins,
     WatchState,
 )
-from gateway.store.reports import DroppedRefusals, Gauges, HealthReport, RunExport
+from gateway.store.reports import DrillRun, DroppedRefusals, Gauges, HealthReport, ManyInputs, ReportFilter, RunExport
 from gateway.store.task_records import PlanState, TaskMoved
 
 __all__ = [
@@ -617,6 +617,20 @@ class UsageStore(Protocol):
     async def report_inputs(self, tenant: str, run_id: str) -> ReportInputs:
         """The run, its charges, its tool calls' settled costs and the ledger facts a report reads,
         in one read. Raises: NotFound."""
+
+    async def reports_inputs(self, tenant: str, where: ReportFilter) -> ManyInputs:
+        """The report inputs of the tenant's runs `where` selects, newest first, in one read,
+        bounded (gateway/store/sql/reports.py: MAX_RUNS, MAX_ROWS; `truncated` when it stopped)."""
+
+    async def note_replay(self, run_id: str) -> None:
+        """Count a call answered with its operation's recorded result (the report's
+        `duplicates_prevented`). Not durable: a lost count loses no effect."""
+
+    async def record_drill(self, tenant: str, run: DrillRun) -> DrillRun:
+        """Keep a drill's results; the tenant's oldest past DRILL_HISTORY_KEEP are deleted."""
+
+    async def list_drills(self, tenant: str, *, cursor: str | None = None, limit: int = 50) -> Page[DrillRun]:
+        """The tenant's drill runs, newest first. Raises: InvalidRequest `invalid_cursor`."""
 
 
 class ProgressStore(Protocol):

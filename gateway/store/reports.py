@@ -1,10 +1,11 @@
-"""What the store reads for evidence exports, metrics and health: plain records, no store types."""
+"""What the store reads for evidence exports, metrics, health and pilot reports: plain records, no store types."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.domain.report import ReportInputs
 from gateway.store.action_spool import ActionSpool
 from gateway.store.chain import Head
 from gateway.store.records import RunRecord
@@ -46,3 +47,48 @@ BY_EPOCH_SHOWN = 50
 
 
 HealthReport = dict[str, dict[str, Any]]  # check name -> {"status": "ok" | "down", ...}
+
+
+# A report over runs reads at most this many runs, and this many rows in all (charges, tool calls,
+# ledger facts): past either it stops and says `truncated`.
+MAX_REPORT_RUNS = 200
+MAX_REPORT_ROWS = 5000
+DRILL_HISTORY_KEEP = 500  # drill runs kept per tenant; the oldest past it are deleted
+
+
+@dataclass(frozen=True)
+class ReportFilter:
+    """Which runs a report over runs reads. `statuses`: RunStatus values; times: epoch seconds of
+    the run's creation, `since` inclusive, `until` exclusive; `tag`: one of the contract's tags."""
+
+    lineage_id: str | None = None
+    tag: str | None = None
+    since: float | None = None
+    until: float | None = None
+    statuses: tuple[str, ...] = ()
+    limit: int = MAX_REPORT_RUNS
+
+
+@dataclass(frozen=True)
+class ManyInputs:
+    items: list[ReportInputs]  # newest first
+    truncated: bool  # more runs matched, or the rows bound was reached
+
+
+@dataclass(frozen=True)
+class DrillRun:
+    """One `warrant drill` run as kept (drill_runs): its summary and every case's result, as JSON."""
+
+    drill_id: str
+    started_at: float
+    seconds: float
+    profile: str
+    modes: str
+    sabotage: str | None
+    passed: int
+    failed: int
+    skipped: int
+    ok: bool
+    summary: dict[str, Any]
+    results: list[dict[str, Any]]
+    recorded_by: str

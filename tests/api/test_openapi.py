@@ -12,6 +12,8 @@ from starlette.routing import Route
 
 from gateway.api import openapi, schemas
 from gateway.domain.tasks import TASK_ID_META, TaskStatus, parse_plan
+from gateway.drill.history import drill_run
+from gateway.drill.runner import Result
 from gateway.oauth import PATHS as OAUTH_PATHS
 from tests.api.conftest import CONTRACT, Api
 from tests.api.test_operator_api import create_run, lease
@@ -142,6 +144,16 @@ async def test_the_views_output_conforms_to_the_response_models(api: Api) -> Non
         usage = await c.post(f"/api/runs/{rid}/usage", json={"kind": "model", "amount": "0.42", "ref": "r1"})
         check("POST", "/api/runs/{run_id}/usage", 201, usage.json())
         check("GET", "/api/runs/{run_id}/report", 200, (await c.get(f"/api/runs/{rid}/report")).json())
+        lineage = f"/api/lineages/{run['lineage_id']}/report"
+        check("GET", "/api/lineages/{lineage_id}/report", 200, (await c.get(lineage)).json())
+        check("GET", "/api/reports", 200, (await c.get("/api/reports", params={"status": "running"})).json())
+        info = {"passed": 1, "failed": 0, "skipped": 1, "failed_cases": []}
+        results = [Result("crash", "integrity", "active", "replayed", "replayed", 0, [], "pass")]
+        kept = drill_run(
+            results, info, started_at=1.0, seconds=2.0, profile="full", modes="both", sabotage=None, by="me"
+        )
+        await api.gateway.store.record_drill("acme", kept)
+        check("GET", "/api/drills", 200, (await c.get("/api/drills")).json())
     async with api.client("appr") as c:
         decided = await c.post(f"/api/approvals/{approval_id}/approve", json={})
         check("POST", "/api/approvals/{approval_id}/approve", 200, decided.json())
@@ -162,6 +174,8 @@ async def test_the_views_output_conforms_to_the_response_models(api: Api) -> Non
         "ApprovalView",
         "ChargeView",
         "RunReport",
+        "ReportSums",
+        "DrillList",
         "RevisedRun",
         "ErrorBody",
         "PlanView",

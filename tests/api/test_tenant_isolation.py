@@ -91,6 +91,7 @@ async def acme_world(api: Api) -> Acme:
     ]
     ids = {"run_id": run["run_id"], "approval_id": approval["approval_id"], "action_id": unknown}
     ids |= {"key_id": key["key_id"], "name": "shop__order", "grant_id": connected.grant_id}
+    ids |= {"lineage_id": run["lineage_id"]}
     return Acme(ids, secrets)
 
 

@@ -150,7 +150,7 @@ async def test_the_report_shows_the_pilot_measures_and_adds_up_to_the_runs_spend
         assert (await c.post(f"/api/approvals/{approval_id}/approve", json={})).status_code == 200
     assert code_of(await gate.call(token, "shop__order", {"to": "bob@example.com"})) is None  # tool: 0.10
     async with api.client("op") as c:
-        resolved = {"status": "succeeded", "evidence": "seen in the processor's dashboard"}
+        resolved = {"status": "succeeded", "evidence": "charged twice in the processor's dashboard", "duplicate": True}
         assert (await c.post(f"/api/actions/{unknown}/resolve", json=resolved)).status_code == 200  # tool: 0.20
         await report(api, rid, "wrk", {"kind": "model", "amount": "0.07"})
         await report(api, rid, "wrk", {"kind": "runtime", "amount": "0.03"})
@@ -170,9 +170,21 @@ async def test_the_report_shows_the_pilot_measures_and_adds_up_to_the_runs_spend
     }
     assert spent == "0.71"
     assert got["usable"] is False and got["status"] == "running"
-    assert got["review_time"] == {"approvals": 1, "total_seconds": 90, "median_seconds": 90, "max_seconds": 90}
-    assert got["recovery"] == {"resumes": 1, "recovery_spend": "0.11", "recovery_seconds": 30}
-    assert got["duplicates_found"] == 1
+    assert got["review_time"] == {
+        "approvals": 1,
+        "total_seconds": 90,
+        "median_seconds": 90,
+        "max_seconds": 90,
+        "p50_seconds": 90,
+        "p90_seconds": 90,
+    }
+    recovery = got["recovery"]
+    assert (recovery["resumes"], recovery["recovery_spend"], recovery["recovery_seconds"]) == (1, "0.11", 30)
+    assert recovery["by_cause"] == {"takeover": 0, "restart": 0, "resume": 1}
+    assert (recovery["episodes"][0]["spend"], recovery["episodes"][0]["outcome"]) == ("0.11", "open")
+    # The operator's evidence: it happened twice. Still the alias until it goes.
+    assert (got["duplicate_effects"], got["duplicates_found"], got["duplicates_prevented"]) == (1, 1, 0)
+    assert got["unusable_reasons"] == ["not_completed", "duplicate_effects"]
     assert got["budgets"]["spend"] == {"limit": "1.00", "spent": "0.71"}
     assert got["active_seconds"] == 30  # after the resume: not the 90 s waiting for the approver, nor the pause
 

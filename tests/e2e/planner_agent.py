@@ -7,6 +7,10 @@ task's one write tagged with its task (`_meta["warrant/task_id"]`) and an operat
 so a write repeated after a crash replays instead of happening twice; then claim completion.
 
 WARRANT_PARK_AT=<task id>: after that task's write, print `PARKED` and wait to be killed.
+WARRANT_SLOW_AT=<task id>: that task's write is `files__slow_write` (the notebook performs it, then
+blocks until released): an agent killed while it waits is killed mid-call.
+A task found `running` (an attempt a killed agent left) is read back first (`files__read_note`),
+as an agent checks what it may already have done.
 Every step is a JSON line on stdout.
 """
 
@@ -45,6 +49,7 @@ async def call(client: Client, tool: str, arguments: dict[str, Any], meta: dict[
 
 async def main(url: str) -> None:
     token, park_at = os.environ["WARRANT_TOKEN"], os.environ.get("WARRANT_PARK_AT")
+    slow_at = os.environ.get("WARRANT_SLOW_AT")
     async with (
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=20) as http,
         Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="auto", cache=None) as client,
@@ -64,10 +69,15 @@ async def main(url: str) -> None:
             say(step="resume_at", task=task_id, status=task["status"], attempts=task["attempts"])
             if task["status"] == "ready":
                 await call(client, "warrant_task", {"task_id": task_id, "status": "running"})
+            elif task["status"] == "running":
+                checked = await client.call_tool(
+                    "files__read_note", {"title": f"{run_id}-{task_id}"}, meta={"warrant/task_id": task_id}
+                )
+                say(step="checked", task=task_id, found=not checked.is_error)
             meta = {"warrant/task_id": task_id, "warrant/operation_id": f"{run_id}:{task_id}:write"}
-            _, answer = await call(
-                client, "files__write_note", {"title": f"{run_id}-{task_id}", "body": task["title"]}, meta
-            )
+            tool = "files__slow_write" if task_id == slow_at else "files__write_note"
+            say(step="writing", task=task_id, tool=tool)
+            _, answer = await call(client, tool, {"title": f"{run_id}-{task_id}", "body": task["title"]}, meta)
             say(step="wrote", task=task_id, replayed=bool(answer.get("warrant/replayed")))
             if task_id == park_at:
                 say(step="PARKED", task=task_id)

@@ -3,7 +3,9 @@ behind it (tests/e2e/test_mcp_end_to_end.py's gateway), and a scripted agent
 (tests/e2e/planner_agent.py, the official MCP SDK client) that plans five tasks and runs them with
 tool calls tagged by task. The agent is SIGKILLed in the middle of a task; a second agent process,
 given a takeover lease, resumes from the recovery package at that task, its repeated write replays
-instead of happening twice, and the run completes with one effect per task."""
+instead of happening twice, and the run completes with one effect per task. Its pilot report shows
+exactly one recovery episode, a takeover, ended by the task the new agent completed, with its
+cost, and the replayed write as a duplicate prevented (docs/decisions/0026-reports.md)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import anyio
 import pytest
 
 from tests.e2e.test_mcp_end_to_end import ROOT, WAIT, Served, served
+from tests.harness import eventually
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -102,5 +105,69 @@ async def test_a_killed_agent_is_replaced_and_the_new_one_resumes_at_its_task_wi
         run = (await api.get(f"/api/runs/{run_id}")).json()
         assert run["status"] == "completed" and run["standing"]["next_decision"] == "stop"
         actions = (await api.get(f"/api/runs/{run_id}/actions", params={"limit": 100})).json()["items"]
+        report = (await api.get(f"/api/runs/{run_id}/report")).json()
     writes = [a for a in actions if a["tool"] == "files__write_note" and a["status"] == "succeeded"]
     assert sorted(a["task_id"] for a in writes) == sorted(TASK_IDS)
+
+    recovery = report["recovery"]
+    assert recovery["by_cause"] == {"takeover": 1, "restart": 0, "resume": 0}
+    (episode,) = recovery["episodes"]
+    assert (episode["cause"], episode["outcome"], episode["triggers"]) == ("takeover", "recovered", 1)
+    assert (episode["detail"]["epoch"], episode["detail"]["worker"]) == (2, "agent-2")
+    # Its cost: from the takeover to the completed draft, one read (the new agent checking what the
+    # killed one left), costing nothing; the repeated write replayed, so nothing new was written.
+    assert (episode["tool_calls"], episode["spend"], recovery["recovery_spend"]) == (1, "0.00", "0.00")
+    assert 0 < episode["seconds"] == recovery["recovery_seconds"] < WAIT * 3
+    assert (report["duplicates_prevented"], report["duplicate_effects"]) == (1, 0)
+    assert (report["usable"], report["unusable_reasons"]) == (True, [])
+
+
+async def test_an_agent_killed_mid_call_is_taken_over_and_the_report_shows_one_takeover_with_its_cost(
+    served: Served,
+) -> None:
+    run_id, token = await served.start(worker="agent-1")
+    release = served.notebook.folder / "release"
+    release.unlink(missing_ok=True)
+    before = len(served.effects())
+    first = agent(served.url, token, WARRANT_SLOW_AT="outline")
+    try:
+        said = await anyio.to_thread.run_sync(lines_until, first, "writing")
+        while said[-1] != {"step": "writing", "task": "outline", "tool": "files__slow_write"}:
+            said += await anyio.to_thread.run_sync(lines_until, first, "writing")
+        # The notebook performed the write and holds its answer: the agent is killed inside the call.
+        await eventually(lambda: len(served.effects()) == before + 2)
+        first.send_signal(signal.SIGKILL)
+        first.communicate(timeout=WAIT)
+    finally:
+        first.kill()
+    async with served.api("op") as api:
+        grant = await api.post(f"/api/runs/{run_id}/lease", json={"worker": "agent-2", "takeover": True})
+        assert grant.status_code == 201, grant.text
+        release.write_text("go")  # the call the dead agent made ends at the gateway with its real outcome
+
+        async def settled() -> bool:
+            items = (await api.get(f"/api/runs/{run_id}/actions", params={"limit": 100})).json()["items"]
+            return [a["status"] for a in items if a["tool"] == "files__slow_write"] == ["succeeded"]
+
+        await eventually(settled)
+    try:
+        second = agent(served.url, grant.json()["token"], WARRANT_SLOW_AT="outline")
+        out, err = await anyio.to_thread.run_sync(lambda: second.communicate(timeout=WAIT * 3))
+    finally:
+        release.unlink(missing_ok=True)
+    assert second.returncode == 0, err[-3000:]
+    steps = [json.loads(line) for line in out.splitlines()]
+    assert {"step": "wrote", "task": "outline", "replayed": True} in steps
+    assert steps[-1] == {"step": "DONE"}
+    titles = [e["title"] for e in served.effects()[before:]]
+    assert titles == [f"{run_id}-{t}" for t in TASK_IDS]  # the write cut off mid-call happened once
+
+    async with served.api("op") as api:
+        report = (await api.get(f"/api/runs/{run_id}/report")).json()
+    recovery = report["recovery"]
+    assert recovery["by_cause"] == {"takeover": 1, "restart": 0, "resume": 0}
+    (episode,) = recovery["episodes"]
+    assert (episode["cause"], episode["outcome"], episode["detail"]["worker"]) == ("takeover", "recovered", "agent-2")
+    assert (episode["tool_calls"], episode["spend"]) == (1, "0.00")  # the read back; the write replayed
+    assert 0 < episode["seconds"] < WAIT * 4
+    assert (report["duplicates_prevented"], report["duplicate_effects"], report["usable"]) == (1, 0, True)

@@ -134,8 +134,10 @@ async def test_the_report_adds_up_to_the_ledger_to_the_cent(world: World) -> Non
     spent = (await world.run(run.run_id)).spent["spend"]
     assert report.total == spent == 7 + 15 + 5 + 0 + 42 + 13 + 5 + 30 + 5
     assert report.by_tag == {"tool": 7 + 15 + 5 + 5, "model": 42, "runtime": 13, "recovery": 30 + 5, "children": 0}
-    assert report.duplicates_found == 1
+    # The lost write happened once: reconciliation found it, no duplicate (docs/decisions/0026-reports.md).
+    assert (report.duplicates.effects, report.duplicates.prevented) == (0, 0)
     assert (report.recovery.resumes, report.recovery.spend, report.recovery.seconds) == (1, 35, 40)
+    assert [e.cause for e in report.recovery.episodes] == ["resume"]
     shown = report.as_dict()
     assert shown["cost"]["total"] == format_money(spent) == "1.22"
     assert shown["budgets"]["spend"] == {"limit": "100.00", "spent": "1.22"}

@@ -182,3 +182,22 @@ def test_an_approval_rule_may_name_only_a_role_that_decides_approvals(contract: 
         parse_contract(contract)
     assert caught.value.code == "invalid_contract"
     assert [p["field"] for p in caught.value.details["problems"]] == ["approvals.1.role"]
+
+
+def test_tags_are_kept_and_a_revision_of_them_is_neutral(contract: dict[str, Any]) -> None:
+    from gateway.domain.revision import classify
+
+    tagged = parse_contract({**contract, "tags": ["team:sales", "pilot-3", "q4.eu_west"]})
+    assert tagged.tags == ["team:sales", "pilot-3", "q4.eu_west"]
+    assert parse_contract(contract).tags == []
+    retagged = parse_contract({**contract, "tags": ["team:ops"]})
+    (change,) = classify(tagged, retagged)
+    assert (change.field, change.effect.value) == ("tags", "neutral")
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [["Team"], ["a b"], [""], ["x" * 65], ["dup", "dup"], [f"t{i}" for i in range(17)], "pilot", [7]],
+)
+def test_a_bad_tag_list_is_refused_naming_tags(contract: dict[str, Any], tags: Any) -> None:
+    assert {f.split(".")[0] for f in _fields({**contract, "tags": tags})} == {"tags"}

@@ -56,9 +56,23 @@ def test_an_empty_run_reports_zeros_and_no_review_times() -> None:
         "total": "0.00",
         "by_tag": {"model": "0.00", "tool": "0.00", "runtime": "0.00", "recovery": "0.00", "children": "0.00"},
     }
-    assert got["review_time"] == {"approvals": 0, "total_seconds": 0.0, "median_seconds": None, "max_seconds": None}
-    assert got["recovery"] == {"resumes": 0, "recovery_spend": "0.00", "recovery_seconds": 0.0}
-    assert (got["usable"], got["duplicates_found"], got["active_seconds"]) == (False, 0, 10)
+    assert got["review_time"] == {
+        "approvals": 0,
+        "total_seconds": 0.0,
+        "median_seconds": None,
+        "max_seconds": None,
+        "p50_seconds": None,
+        "p90_seconds": None,
+    }
+    assert got["recovery"] == {
+        "resumes": 0,
+        "recovery_spend": "0.00",
+        "recovery_seconds": 0.0,
+        "by_cause": {"takeover": 0, "restart": 0, "resume": 0},
+        "episodes": [],
+    }
+    assert (got["usable"], got["unusable_reasons"], got["active_seconds"]) == (False, ["not_completed"], 10)
+    assert (got["duplicates_prevented"], got["duplicate_effects"], got["duplicates_found"]) == (0, 0, 0)
 
 
 def test_the_total_is_the_sum_of_every_tag_to_the_cent() -> None:
@@ -112,20 +126,56 @@ def test_review_time_counts_decided_approvals_from_request_to_decision() -> None
     assert (got.approvals, got.total_seconds, got.median_seconds, got.max_seconds) == (3, 181, 60, 120)
 
 
-def test_duplicates_are_actions_reconciliation_found_succeeded_after_unknown() -> None:
+def test_an_unknown_that_turned_out_to_have_happened_once_is_no_duplicate_effect() -> None:
     facts = [
         Fact("action_settled", T0, {"action_id": "a", "previous": "unknown", "status": "succeeded"}),
         Fact("action_settled", T0, {"action_id": "b", "previous": "unknown", "status": "failed"}),
         Fact("action_settled", T0, {"action_id": "c", "previous": "admitted", "status": "succeeded"}),
     ]
-    assert build_report(inputs(facts=facts), T0).duplicates_found == 1
+    got = build_report(inputs(facts=facts), T0).as_dict()
+    assert (got["duplicate_effects"], got["duplicates_found"], got["duplicates_prevented"]) == (0, 0, 0)
+
+
+def test_duplicate_effects_are_what_evidence_says_happened_twice_and_prevented_ones_are_replays_and_refusals() -> None:
+    twice = {"resolved_by": "op", "evidence": "two rows", "status": "succeeded", "duplicate": True}
+    facts = [
+        Fact("action_settled", T0, {"action_id": "a", "previous": "unknown", "status": "succeeded", "receipt": twice}),
+        Fact("action_settled", T0, {"action_id": "b", "previous": "unknown", "receipt": {"duplicate": "yes"}}),
+    ]
+    got = build_report(inputs(facts=facts, replays=3, refused_repeats=2), T0).as_dict()
+    assert (got["duplicate_effects"], got["duplicates_found"], got["duplicates_prevented"]) == (1, 1, 5)
+    assert "duplicate_effects" in got["unusable_reasons"]
 
 
 def test_only_a_completed_run_is_usable_and_active_time_stops_with_the_run() -> None:
     done = snapshot(status=RunStatus.COMPLETED, active_seconds_spent=120.5, active_since=None)
     got = build_report(inputs(run=done), T0 + 10_000)
-    assert got.usable is True and got.active_seconds == 120
+    assert got.usable is True and got.unusable_reasons == () and got.active_seconds == 120
     assert build_report(inputs(run=snapshot(status=RunStatus.CANCELLED)), T0).usable is False
+
+
+@pytest.mark.parametrize(
+    ("changes", "reasons"),
+    [
+        ({"unknown_actions": 1}, ("unresolved_actions",)),
+        ({"run": "over"}, ("over_budget",)),
+        ({"run": "cancelled", "unknown_actions": 2}, ("not_completed", "unresolved_actions")),
+    ],
+)
+def test_a_completed_run_is_not_usable_with_an_unknown_action_or_an_overrun(
+    changes: dict[str, Any], reasons: tuple[str, ...]
+) -> None:
+    runs = {
+        "over": snapshot(
+            status=RunStatus.COMPLETED,
+            spent={"spend": 2, "tool_calls": 0, "writes": 0, "active_seconds": 0},
+            limits={"spend": 1, "tool_calls": 9, "writes": 9, "active_seconds": 99},
+        ),
+        "cancelled": snapshot(status=RunStatus.CANCELLED),
+    }
+    run = runs.get(changes.pop("run", ""), snapshot(status=RunStatus.COMPLETED))
+    got = build_report(inputs(run=run, **changes), T0)
+    assert (got.usable, got.unusable_reasons) == (False, reasons)
 
 
 def test_money_follows_the_runs_currency() -> None:
@@ -143,8 +193,9 @@ def test_runs_report_shows_the_measures_and_the_cost_by_tag_to_a_person() -> Non
     report = build_report(inputs(facts=facts, charges=[charge("model", 7)], tool_costs=[ToolCost(T0, 50)]), T0 + 130)
     lines = report_text(report.as_dict()).splitlines()
     assert lines[0] == "run_1  running"
-    assert "  review time  1 decided approval: total 1m30s, median 1m30s, max 1m30s" in lines
-    assert "  recovery     1 resume, 0.00 spent, 30s" in lines
+    assert "  review time  1 decided approval: total 1m30s, median 1m30s, p90 1m30s, max 1m30s" in lines
+    assert "  recovery     1 episode (1 resume), 1 resume, 0.00 spent, 30s" in lines
+    assert "  duplicates   0 prevented, 0 effects found twice" in lines
     assert lines[-6:] == [
         "  model     0.07",
         "  tool      0.50",
@@ -163,3 +214,10 @@ def test_what_ended_children_spent_or_still_held_is_the_children_tag() -> None:
     report = build_report(inputs(facts=facts, tool_costs=[ToolCost(T0, 3)]), T0 + 10)
     assert report.by_tag["children"] == 115 and report.by_tag["tool"] == 3
     assert report.as_dict()["cost"]["total"] == "1.18"
+
+
+def test_review_time_has_nearest_rank_percentiles() -> None:
+    facts = [Fact("approval_requested", T0, {"approval_id": f"a{i}"}) for i in range(10)]
+    facts += [Fact("approval_approved", T0 + 10 * (i + 1), {"approval_id": f"a{i}"}) for i in range(10)]
+    got = review_time(facts)
+    assert (got.p50_seconds, got.p90_seconds, got.max_seconds) == (50, 90, 100)

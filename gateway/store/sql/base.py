@@ -355,9 +355,10 @@ class SqlBase(abc.ABC):
         if rows:
             self._settle_waiting(conn, run_id, now, "gateway")
 
-    def _mark_unknown(self, conn: Conn, rows: list[Row], reason: str, now: float) -> list[str]:
+    def _mark_unknown(self, conn: Conn, rows: list[Row], reason: str, now: float, *, orphaned: str) -> list[str]:
         """Admitted actions (rows of action_id, run_id, process_id) whose outcome nobody will record
-        become `unknown` with `reason`, in the ledger too; their reservations stay held."""
+        become `unknown` with `reason`, in the ledger too; their reservations stay held. `orphaned`
+        (`restart` or `restore`) marks each entry: the report's recovery episodes start there."""
         orphan = settled_row(Settlement.orphaned(reason))  # gateway/domain/settlement.py: unknown, its hold kept
         for row in rows:
             conn.execute(
@@ -381,6 +382,7 @@ class SqlBase(abc.ABC):
                 code=orphan.code,
                 previous="admitted",
                 reason=reason,
+                orphaned=orphaned,
                 **data,
             )
         return [row["action_id"] for row in rows]

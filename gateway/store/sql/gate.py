@@ -480,6 +480,6 @@ class GateOps(LeaseOps, LimitOps):
             ).fetchall()
             rows = [row for row in rows if not self._process_alive(conn, row["process_id"])]
             reason = "the gateway process that dispatched it ended before its outcome was recorded"
-            return self._mark_unknown(conn, rows, reason, now)
+            return self._mark_unknown(conn, rows, reason, now, orphaned="restart")
 
         return await self._db.transaction(tx, durable=True)

@@ -30,7 +30,7 @@ class RestoreOps(SqlBase):
             admitted = conn.execute(
                 "SELECT action_id, run_id, process_id FROM actions WHERE status = 'admitted' ORDER BY created_at"
             ).fetchall()
-            unknown = self._mark_unknown(conn, admitted, reason, now)
+            unknown = self._mark_unknown(conn, admitted, reason, now, orphaned="restore")
             paused: list[str] = []
             for row in conn.execute(
                 "SELECT * FROM runs WHERE status IN ('running', 'waiting') ORDER BY seq"

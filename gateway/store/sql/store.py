@@ -6,12 +6,14 @@ from __future__ import annotations
 from gateway.store.ports import Store
 from gateway.store.sql.approvals import ApprovalOps
 from gateway.store.sql.audit import AuditOps
+from gateway.store.sql.drills import DrillOps
 from gateway.store.sql.gate import GateOps
 from gateway.store.sql.held import HeldLeaseOps
 from gateway.store.sql.keys import KeyOps
 from gateway.store.sql.oauth import OAuthOps
 from gateway.store.sql.progress import ProgressOps
 from gateway.store.sql.record import RecordOps
+from gateway.store.sql.reports import ReportOps
 from gateway.store.sql.restore import RestoreOps
 from gateway.store.sql.retention import RetentionOps
 from gateway.store.sql.runs import RunOps
@@ -36,6 +38,8 @@ class SqlStore(
     KeyOps,
     StatsOps,
     UsageOps,
+    ReportOps,
+    DrillOps,
     WatchOps,
     RestoreOps,
     RetentionOps,

@@ -1,4 +1,4 @@
-"""The store's reported spend (`charges`) and what a run's pilot report reads.
+"""The store's reported spend (`charges`); what a pilot report reads is gateway/store/sql/reports.py.
 
 A charge is recorded in ONE transaction with the run's spend counter it moves and the ledger
 entries that say so, so the counter, the rows and the chain never disagree.
@@ -6,31 +6,19 @@ entries that say so, so the counter, the rows and the chain never disagree.
 
 from __future__ import annotations
 
-import json
-
 from gateway.domain import lifecycle
-from gateway.domain.report import Charge, ChargeRecorded, Fact, ReportInputs, ToolCost, charge_tag
+from gateway.domain.report import Charge, ChargeRecorded, charge_tag
 from gateway.domain.units import MAX_MONEY, format_money
 from gateway.errors import Code, Conflict, InvalidRequest, Refusal
 from gateway.ids import new_id
 from gateway.store.records import Principal
 from gateway.store.sql.base import SqlBase
-from gateway.store.sql.connection import Conn, Row
+from gateway.store.sql.connection import Conn
+from gateway.store.sql.reports import charge_of
 from gateway.store.sql.rows import run_from_row
 
 _CHARGE_COLUMNS = "charge_id, run_id, kind, tag, amount, note, ref, principal, created_at"
-# The ledger entries a report reads: status changes, approvals, ended children and actions settled
-# after `unknown` (`_fact` keeps only those of the settles: JSON is read in Python, the same on
-# both back ends).
-_FACTS = (
-    "SELECT type, at, body FROM events WHERE run_id = ? AND (type LIKE 'run\\_%' ESCAPE '\\' "
-    "OR type IN ('approval_requested', 'approval_approved', 'approval_denied', 'child_ended', 'action_settled')) "
-    "ORDER BY seq"
-)
-
-
-def _charge(row: Row) -> Charge:
-    return Charge(*(row[name] for name in _CHARGE_COLUMNS.split(", ")))
+_charge = charge_of
 
 
 class UsageOps(SqlBase):
@@ -131,27 +119,3 @@ class UsageOps(SqlBase):
         if isinstance(result, Refusal):
             raise result
         return result
-
-    async def report_inputs(self, tenant: str, run_id: str) -> ReportInputs:
-        # A long read (every charge, cost and fact of the run): off the gate's connection.
-        def read(conn: Conn) -> ReportInputs:
-            row = self._run_row(conn, run_id, tenant)
-            charges = conn.execute(
-                f"SELECT {_CHARGE_COLUMNS} FROM charges WHERE run_id = ? ORDER BY seq", (run_id,)
-            ).fetchall()
-            costs = conn.execute(
-                "SELECT created_at, actual_spend FROM actions WHERE run_id = ? AND actual_spend IS NOT NULL "
-                "AND actual_spend != 0 ORDER BY seq",
-                (run_id,),
-            ).fetchall()
-            facts = [Fact(r["type"], r["at"], json.loads(r["body"])["data"]) for r in conn.execute(_FACTS, (run_id,))]
-            facts = [f for f in facts if f.type != "action_settled" or f.data.get("previous") == "unknown"]
-            return ReportInputs(
-                run=run_from_row(row).snapshot(),
-                charges=[_charge(c) for c in charges],
-                tool_costs=[ToolCost(c["created_at"], c["actual_spend"]) for c in costs],
-                facts=facts,
-                last_checkpoint_at=row["last_checkpoint_at"],
-            )
-
-        return await self._aside(read)
