@@ -5,12 +5,15 @@ tool calls tagged by task. The agent is SIGKILLed in the middle of a task; a sec
 given a takeover lease, resumes from the recovery package at that task, its repeated write replays
 instead of happening twice, and the run completes with one effect per task. Its pilot report shows
 exactly one recovery episode, a takeover, ended by the task the new agent completed, with its
-cost, and the replayed write as a duplicate prevented (docs/decisions/0026-reports.md)."""
+cost, and the replayed write as a duplicate prevented (docs/decisions/0026-reports.md). Its events
+show every step with its message and progress, and a consumer given them twice and shuffled ends
+where the in-order one does (docs/events.md)."""
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -23,12 +26,14 @@ import pytest
 
 from tests.e2e.test_mcp_end_to_end import ROOT, WAIT, Served, served
 from tests.harness import eventually
+from tests.integration.test_events import consume
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 __all__ = ["served"]  # the module's gateway, shared with test_mcp_end_to_end.py
 AGENT = Path(__file__).with_name("planner_agent.py")
 TASK_IDS = ["gather", "outline", "draft", "review", "publish"]
+TITLES = ["Gather the notes", "Outline the summary", "Draft the summary", "Review the draft", "Publish it"]
 
 
 def agent(url: str, token: str, **env: str) -> subprocess.Popen[str]:
@@ -40,6 +45,18 @@ def agent(url: str, token: str, **env: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+async def all_events(api: Any, run_id: str) -> list[dict[str, Any]]:
+    """The run's events, every page of GET /api/runs/{id}/events."""
+    events: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        params = {"limit": 200, **({"cursor": cursor} if cursor else {})}
+        page = (await api.get(f"/api/runs/{run_id}/events", params=params)).json()
+        events += page["items"]
+        if (cursor := page["next_cursor"]) is None:
+            return events
 
 
 def lines_until(proc: subprocess.Popen[str], step: str) -> list[dict[str, Any]]:
@@ -120,6 +137,32 @@ async def test_a_killed_agent_is_replaced_and_the_new_one_resumes_at_its_task_wi
     assert 0 < episode["seconds"] == recovery["recovery_seconds"] < WAIT * 3
     assert (report["duplicates_prevented"], report["duplicate_effects"]) == (1, 0)
     assert (report["usable"], report["unusable_reasons"]) == (True, [])
+
+    # The events: every entry in the envelope, its message a fixed template (never a payload: the
+    # notes' bodies are the tasks' titles, and no message quotes them), progress from the plan.
+    async with served.api("op") as api:
+        events = await all_events(api, run_id)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    for event in events:
+        assert event["v"] == 1 and event["id"] == f"evt_{run_id}_{event['seq']}" and event["run_id"] == run_id
+        assert isinstance(event["message"], str) and event["message"].strip(), event
+        assert not any(title in event["message"] for title in TITLES), event
+    by_type = [e["type"] for e in events]
+    assert by_type[0] == "run_created" and by_type[-1] == "run_completed"
+    assert by_type.count("plan_created") == 1
+    completed = [e for e in events if e["type"] == "task_completed"]
+    assert [e["task_id"] for e in completed] == TASK_IDS
+    assert [e["progress"] for e in completed] == [{"done": n, "total": 5} for n in range(1, 6)]
+    started = [e["task_id"] for e in events if e["type"] == "task_started"]
+    assert started[:3] == ["gather", "outline", "draft"] and set(started) == set(TASK_IDS)
+    assert all(e["task_id"] in e["message"] for e in completed)
+    assert events[-1]["progress"] == {"done": 5, "total": 5}
+    # A consumer that dedupes on id and applies by seq: twice and shuffled ends in the same state.
+    in_order = consume(events)
+    assert in_order["tasks"] == dict.fromkeys(TASK_IDS, "completed")
+    doubled = events + events
+    random.Random(23).shuffle(doubled)
+    assert consume(doubled) == in_order
 
 
 async def test_an_agent_killed_mid_call_is_taken_over_and_the_report_shows_one_takeover_with_its_cost(
