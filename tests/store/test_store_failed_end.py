@@ -20,6 +20,7 @@ from gateway.store.progress_records import MilestoneSubmission
 from gateway.store.records import AlertRoutes, ApprovalStatus, Refused, Settlement
 from gateway.store.task_records import TaskMoved
 from tests.harness import OPS, TENANT, Backend, Run, Tools, World, code_of
+from tests.store.downgrade import back_to
 
 pytestmark = pytest.mark.anyio
 
@@ -291,15 +292,7 @@ async def test_a_store_of_version_23_upgrades_with_its_runs_and_chains_intact_an
     ended = await world.new_run()
     await world.store.cancel(OPS, ended.run_id, "off", hard=False)
     await world.store.close()
-    # Back to version 23: without 0024's columns (nor 0025's, docs/decisions/0025-events.md).
-    world.backend._execute(
-        ("DROP INDEX webhook_deliveries_run_pending", ()),
-        ("ALTER TABLE webhook_deliveries DROP COLUMN run_id", ()),
-        ("ALTER TABLE webhook_deliveries DROP COLUMN event_id", ()),
-        ("DROP TABLE event_drops", ()),
-        *[(f"ALTER TABLE runs DROP COLUMN {c}", ()) for c in ("status_cause", "completion_refusals")],
-        ("DELETE FROM schema_migrations WHERE version >= 24", ()),
-    )
+    world.backend._execute(*back_to(23, world.backend))  # without 0024's columns, nor any later one's
     world.store = world.backend.store(world.clock, process_id="test-gateway")
     await world.store.open()
 

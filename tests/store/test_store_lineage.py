@@ -14,6 +14,7 @@ from gateway.store.progress_records import MilestoneSubmission
 from gateway.store.records import ApprovalStatus, Refused
 from tests.contracts import child_contract
 from tests.harness import OPS, TENANT, Run, World, code_of, contract, op, text_of
+from tests.store.downgrade import undo_after
 
 pytestmark = pytest.mark.anyio
 
@@ -480,35 +481,8 @@ async def test_a_store_that_already_holds_two_successors_of_one_run_migrates_lin
     first = await world.store.create_successor(OPS, run.run_id, reason="carry on", extend_by=None)
     await world.store.close()
     # Back to version 12 (0014's guards undone too), with a second successor made the old way.
-    if world.backend.name == "sqlite":
-        undo_14 = [(f"DROP TRIGGER {t}", ()) for t in ("runs_money_insert", "runs_money_update", "actions_money")]
-        undo_14.append(("DROP TRIGGER charges_money", ()))
-    else:
-        undo_14 = [(f"ALTER TABLE {t} DROP CONSTRAINT {t}_money_bounded", ()) for t in ("runs", "actions", "charges")]
-    # 0020's columns and tables go too: a store of version 12 never had them.
-    undo_20 = [
-        ("DROP INDEX actions_task", ()),
-        ("ALTER TABLE actions DROP COLUMN task_id", ()),
-        ("ALTER TABLE runs DROP COLUMN plan_version", ()),
-        ("DROP TABLE tasks", ()),
-        ("DROP TABLE plans", ()),
-    ]
-    # And 0024's (the failed end), and 0025's (docs/decisions/0025-events.md).
-    undo_24 = [(f"ALTER TABLE runs DROP COLUMN {c}", ()) for c in ("status_cause", "completion_refusals")]
-    undo_25 = [
-        ("DROP INDEX webhook_deliveries_run_pending", ()),
-        ("ALTER TABLE webhook_deliveries DROP COLUMN run_id", ()),
-        ("ALTER TABLE webhook_deliveries DROP COLUMN event_id", ()),
-        ("DROP TABLE event_drops", ()),
-    ]
-    # 0026's too (the drill history, the replay counter).
-    undo_26 = [("DROP TABLE drill_runs", ()), ("ALTER TABLE runs DROP COLUMN replays", ())]
     world.backend._execute(
-        *undo_26,
-        *undo_25,
-        *undo_24,
-        *undo_20,
-        *undo_14,
+        *undo_after(13, world.backend),  # 0014's guards and every later migration undone too
         ("DROP INDEX runs_successor", ()),
         ("ALTER TABLE runs DROP COLUMN successor_run_id", ()),
         ("CREATE TEMP TABLE legacy AS SELECT * FROM runs WHERE run_id = ?", (first.run_id,)),

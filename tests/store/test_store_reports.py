@@ -10,6 +10,7 @@ from gateway.domain import build_report
 from gateway.domain.lifecycle import RunStatus
 from gateway.store.reports import DRILL_HISTORY_KEEP, DrillRun, ReportFilter
 from tests.harness import OPS, TENANT, World, code_of
+from tests.store.downgrade import back_to
 
 pytestmark = pytest.mark.anyio
 
@@ -118,11 +119,7 @@ async def test_recording_past_the_cap_deletes_the_oldest(world: World, monkeypat
 async def test_a_store_of_the_version_before_0026_migrates_keeping_its_runs(world: World) -> None:
     run = await world.new_run()
     await world.store.close()
-    world.backend._execute(
-        ("DROP TABLE drill_runs", ()),
-        ("ALTER TABLE runs DROP COLUMN replays", ()),
-        ("DELETE FROM schema_migrations WHERE version = 26", ()),
-    )
+    world.backend._execute(*back_to(25, world.backend))
     world.store = world.backend.store(world.clock, process_id="test-gateway")
     await world.store.open()
     inputs = await world.store.report_inputs(TENANT, run.run_id)
