@@ -29,6 +29,20 @@ MAX_DEPTH = 200  # nesting of collections; deeper is refused before the construc
 class UniqueKeyLoader(yaml.SafeLoader):
     """The safe loader, refusing a mapping that names a key twice (PyYAML keeps the last silently)."""
 
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        """Refuse nesting past MAX_DEPTH as the composer reaches it: the parser is pulled one event
+        at a time, so 10,000 opening brackets cost MAX_DEPTH levels of work, not 10,000."""
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise yaml.composer.ComposerError(None, None, f"collections nested more than {MAX_DEPTH} deep", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
     def get_single_data(self) -> Any:
         node = self.get_single_node()
         if node is None:

@@ -34,7 +34,7 @@ from gateway.policy import load_policies
 from gateway.yamlfile import MAX_BYTES, read_yaml
 
 EXAMPLES = 150
-BOUND_S = 5.0  # seconds one file may take to be loaded or refused (a bomb would take far longer)
+BOUND_S = 5.0  # CPU seconds one file may cost to be loaded or refused (a bomb would take far longer)
 FUZZ = settings(
     max_examples=EXAMPLES,
     derandomize=True,
@@ -163,7 +163,10 @@ BOMBS = {
 def load(name: str, path: Path) -> Exception | None:
     """Load `path` with the loader `name`: success (None), or one of its own errors naming the file."""
     loader, allowed, names_file = LOADERS[name]
-    start = time.monotonic()
+    # This process's CPU time, not the wall clock: the bound is on what a file makes the loader
+    # compute, which other processes on a busy machine do not change (coverage's tracing does:
+    # about 3x, still well inside it).
+    start = time.process_time()
     refused: Exception | None = None
     try:
         loader(path)
@@ -171,7 +174,7 @@ def load(name: str, path: Path) -> Exception | None:
         assert not names_file or str(path) in str(exc), str(exc)
         refused = exc
     finally:
-        assert time.monotonic() - start < BOUND_S, f"{name} took {time.monotonic() - start:.1f} s"
+        assert time.process_time() - start < BOUND_S, f"{name} took {time.process_time() - start:.1f} s of CPU"
     assert not PWNED.exists(), "a YAML tag ran code"
     return refused
 
