@@ -503,7 +503,9 @@ async def test_a_store_that_already_holds_two_successors_of_one_run_migrates_lin
     ]
     # 0026's too (the drill history, the replay counter).
     undo_26 = [("DROP TABLE drill_runs", ()), ("ALTER TABLE runs DROP COLUMN replays", ())]
+    undo_28 = [("DROP INDEX actions_shared_in_flight", ())]  # the shared limits' count
     world.backend._execute(
+        *undo_28,
         *undo_26,
         *undo_25,
         *undo_24,
