@@ -50,7 +50,7 @@ from gateway.oauth.provider import WarrantAuthorization
 from gateway.oauth.resource import OAuthResource
 from gateway.oauth.routes import oauth_routes
 from gateway.observe import tracing
-from gateway.policy.loader import load_policies
+from gateway.policy.loader import load_policy_set
 from gateway.runtime.cancel_relay import relaying
 from gateway.runtime.retention import Purger
 from gateway.runtime.shutdown import Drain, DrainGuard
@@ -73,9 +73,13 @@ def build_catalog(
 ) -> tuple[Catalog, list[Adapter]]:
     """`fence`: which accelerators serve (gateway/accelerators.py); None: every switch on."""
     fence = fence or accelerators.default()
-    currency, policies = load_policies(list(settings.policy_files))
+    policies = load_policy_set(list(settings.policy_files))
     adapters = [load_adapter(path, fence=fence) for path in settings.adapter_files] + list(extra_adapters)
-    return Catalog(adapters, policies, currency, quick_schema=fence.on(accelerators.QUICK_SCHEMA)), adapters
+    quick = fence.on(accelerators.QUICK_SCHEMA)
+    catalog = Catalog(
+        adapters, policies.tools, policies.currency, quick_schema=quick, shared_limits=policies.shared_limits
+    )
+    return catalog, adapters
 
 
 async def start_adapters(adapters: Sequence[Adapter], started: list[Adapter]) -> None:

@@ -27,6 +27,7 @@ error as the value it answers.
         ├── idempotency_conflict, operation_in_progress, outcome_unknown
         ├── upstream_failed, upstream_unauthorized, upstream_unavailable, ...
         ├── contract_revised (revised twice while one call was decided: retryable)
+        ├── shared_limit (a tool's or destination's limit shared by every run: retryable, retry_after_s)
         └── plan_* and task_* (docs/tasks.md): plan_invalid, plan_conflict, invalid_task_transition, ...
     StoreError                          store_unavailable (HTTP 503, retryable)
 
@@ -84,6 +85,8 @@ class Code(StrEnum):
     CONTRACT_REVISED = "contract_revised"
     TOOL_DEFINITION_CHANGED = "tool_definition_changed"
     RATE_LIMITED = "rate_limited"
+    # A tool's or destination's limit shared by every run (docs/limits.md, "Shared limits").
+    SHARED_LIMIT = "shared_limit"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     # Verified progress (docs/progress.md): a stale checkpoint version; a completion the gateway
     # refuses, naming the milestones, unknown actions and live children in the way.
@@ -197,6 +200,7 @@ CALL_CODES: frozenset[Code] = frozenset(
         Code.CONTRACT_REVISED,
         Code.TOOL_DEFINITION_CHANGED,
         Code.RATE_LIMITED,
+        Code.SHARED_LIMIT,
         Code.PAYLOAD_TOO_LARGE,
         Code.CHECKPOINT_CONFLICT,
         Code.COMPLETION_REFUSED,
@@ -221,6 +225,7 @@ RETRYABLE_CODES: frozenset[Code] = frozenset(
         Code.OPERATION_IN_PROGRESS,
         Code.UPSTREAM_UNAVAILABLE,
         Code.RATE_LIMITED,
+        Code.SHARED_LIMIT,
         Code.RUN_WAITING,
         Code.APPROVAL_REQUIRED,
         Code.CONTRACT_REVISED,

@@ -41,6 +41,7 @@ from gateway.domain import OPERATION_ID_META, parse_contract
 from gateway.domain.events import Outbox
 from gateway.gate import META_ACTION_ID, CallResult, Gate
 from gateway.policy import ToolPolicy
+from gateway.policy.model import SharedLimit
 from gateway.store import Store
 from gateway.store.records import (
     NO_ALERT_ROUTES,
@@ -182,12 +183,13 @@ class Tools:
         self.other = PythonAdapter("x")
         self.other.tool(input_schema=QUERY, name="read", description="outside the contract")(self._tool("x.read"))
 
-    def catalog(self) -> Catalog:
+    def catalog(self, shared_limits: list[SharedLimit] | None = None) -> Catalog:
+        """The tools' catalog, with these limits shared by every run (none by default)."""
         policies = {
             f"t__{name}": ToolPolicy.model_validate(policy) for name, (_, policy) in TOOLS.items() if policy is not None
         }
         policies["x__read"] = ToolPolicy(effect="read")
-        return Catalog([self.adapter, self.other], policies)
+        return Catalog([self.adapter, self.other], policies, shared_limits=shared_limits or ())
 
     def _tool(self, name: str) -> Any:
         async def tool(args: dict[str, Any], call: CallRequest) -> Any:

@@ -186,6 +186,10 @@ class Service:
         self.sleep = hooks.sleep
         self.exit_process = hooks.exit_process
         self.faults = Faults()
+        # Requests being answered now, and the most at once since the last reset: a destination
+        # that counts its own load (GET/DELETE /_admin/in-flight), for tests of shared limits.
+        self.in_flight = 0
+        self.max_in_flight = 0
         lookup = Endpoint(
             "lookup_by_idempotency_key", "GET", "/by-key/{key}", "The stored response of an Idempotency-Key.",
             lambda conn, call: lookup_key(conn, call.params["key"], call.now), {"type": "object"},
@@ -209,6 +213,7 @@ class Service:
         routes += [
             Route("/openapi.json", self._openapi, methods=["GET"]),
             Route("/_admin/faults", self._faults, methods=["GET", "POST", "DELETE"]),
+            Route("/_admin/in-flight", self._load, methods=["GET", "DELETE"]),
         ]
         open_paths = {"/openapi.json", *(e.path for e in self.endpoints if e.open)}
         return Starlette(
@@ -225,6 +230,21 @@ class Service:
         return await anyio.to_thread.run_sync(run)
 
     async def _endpoint(self, endpoint: Endpoint, request: Request) -> Response:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._answer(endpoint, request)
+        finally:
+            self.in_flight -= 1
+
+    async def _load(self, request: Request) -> Response:
+        """GET: requests in flight now and the most at once; DELETE: the same, the most reset to now."""
+        body = {"in_flight": self.in_flight, "max_in_flight": self.max_in_flight}
+        if request.method == "DELETE":
+            self.max_in_flight = self.in_flight
+        return json_response(200, body)
+
+    async def _answer(self, endpoint: Endpoint, request: Request) -> Response:
         fault = self.faults.take(request.method, request.url.path)
         if fault is not None and fault.mode in REFUSALS:
             return fault.refusal()

@@ -32,11 +32,13 @@ from gateway.adapters.base import Adapter, ToolDefinition
 from gateway.domain.admission import Reservation
 from gateway.domain.contract import ApprovalRule
 from gateway.domain.formats import format_checker
+from gateway.domain.limits import SharedCap, parse_rate
 from gateway.domain.quick_schema import Check, compile_check
+from gateway.domain.shared_limits import SLOT_GRACE_S
 from gateway.domain.units import parse_money
 from gateway.errors import ConfigError
 from gateway.names import ADAPTER_NAME, EXPOSED_NAME, RESERVED_PREFIX
-from gateway.policy.model import ToolPolicy
+from gateway.policy.model import SharedLimit, ToolPolicy
 from gateway.store.records import ToolPin
 
 log = logging.getLogger("warrant.catalog")
@@ -172,7 +174,9 @@ class Catalog:
         currency: str = "USD",
         *,
         quick_schema: bool | None = None,
+        shared_limits: Iterable[SharedLimit] = (),
     ) -> None:
+        """`shared_limits`: the policies' limits shared by every run (gateway/domain/shared_limits.py)."""
         self.currency = currency
         self._quick = accelerators.default().on(accelerators.QUICK_SCHEMA) if quick_schema is None else quick_schema
         self.pins: PinBook | None = None
@@ -181,6 +185,8 @@ class Catalog:
         self._tools: dict[str, ToolSpec] = {}
         self._dirty = False
         self._reported: set[str] = set()
+        self._shared_limits = tuple(shared_limits)
+        self._shared: tuple[dict[str, ToolSpec], dict[str, tuple[SharedCap, ...]]] = ({}, {})
         self.check()
 
     def attach_pins(self, pins: PinBook) -> None:
@@ -194,6 +200,7 @@ class Catalog:
     def check(self) -> None:
         """Rebuild now. Raises: ConfigError naming every problem (start-up)."""
         tools, problems = self._build({})
+        problems += self._shared_problems()
         if problems:
             raise ConfigError("the tool catalog is invalid:\n" + "\n".join(f"  {p}" for p in problems))
         self._tools, self._dirty = tools, False
@@ -303,6 +310,49 @@ class Catalog:
                 "give the tool an expose_as alias"
             )
         return None
+
+    def _shared_problems(self) -> list[str]:
+        adapters = {adapter.name for adapter in self._adapters}
+        problems = []
+        for limit in self._shared_limits:
+            if limit.tool is not None and limit.tool not in self._policies:
+                problems.append(f"shared_limits: {limit.scope}: no policy names this tool")
+            if limit.destination is not None and limit.destination not in adapters:
+                problems.append(f"shared_limits: {limit.scope}: no adapter has this name")
+        return problems
+
+    def shared_for(self, name: str) -> tuple[SharedCap, ...]:
+        """The shared limits a call of this exposed tool counts against (none: not limited).
+
+        Rebuilt with the catalog: a destination's limit counts the tools its adapter lists now."""
+        if not self._shared_limits:
+            return ()
+        tools = self._fresh()
+        built, caps = self._shared
+        if built is not tools:
+            caps = self._shared_caps(tools)
+            self._shared = (tools, caps)
+        return caps.get(name, ())
+
+    def _shared_caps(self, tools: dict[str, ToolSpec]) -> dict[str, tuple[SharedCap, ...]]:
+        caps: dict[str, list[SharedCap]] = {}
+        for limit in self._shared_limits:
+            if limit.tool is not None:
+                members = [tools[limit.tool]] if limit.tool in tools else []
+            else:
+                members = [spec for spec in tools.values() if spec.adapter.name == limit.destination]
+            if not members:
+                continue
+            cap = SharedCap(
+                scope=limit.scope,
+                tools=tuple(sorted(spec.name for spec in members)),
+                max_concurrent=limit.max_concurrent,
+                rate=parse_rate(limit.rate) if limit.rate is not None else None,
+                hold_s=max(spec.timeout for spec in members) + SLOT_GRACE_S,
+            )
+            for spec in members:
+                caps.setdefault(spec.name, []).append(cap)
+        return {name: tuple(found) for name, found in caps.items()}
 
     def approval_floor(self) -> dict[str, ApprovalRule]:
         """Each tool the policies gate with an approval, and that rule: what no contract may loosen."""

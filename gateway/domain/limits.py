@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gateway.domain.units import parse_duration
 
@@ -110,9 +110,36 @@ class RateLimits:
     per_key: Rate | None = None
 
 
+SHARED_PREFIX = "shared:"  # the rate scopes of shared limits, among the other rate scopes
+
+
+@dataclass(frozen=True)
+class SharedCap:
+    """One limit shared by every run, as the admit enforces it for one call (the rule:
+    gateway/domain/shared_limits.py)."""
+
+    scope: str  # "tool:<exposed name>" or "destination:<adapter name>"
+    tools: tuple[str, ...]  # the exposed tools whose calls it counts (sorted)
+    max_concurrent: int | None
+    rate: Rate | None
+    hold_s: float  # an admitted call older than this holds no slot
+
+    @property
+    def rate_scope(self) -> str:
+        return SHARED_PREFIX + self.scope
+
+
 @dataclass(frozen=True)
 class CallLimits:
     """What the admit transaction enforces for one tools/call, besides the contract."""
 
     run_concurrency: int | None = None  # calls of the run admitted and not settled; None: no cap
     rates: tuple[tuple[str, Rate], ...] = ()  # (scope, rate): each takes one call, or none does
+    shared: tuple[SharedCap, ...] = ()  # the tool's limits shared by every run (gateway/domain/shared_limits.py)
+
+    def sharing(self, caps: tuple[SharedCap, ...]) -> CallLimits:
+        """These limits and the tool's shared ones: their caps, and their rates among the others."""
+        if not caps:
+            return self
+        rates = tuple((cap.rate_scope, cap.rate) for cap in caps if cap.rate is not None)
+        return replace(self, shared=self.shared + caps, rates=self.rates + rates)

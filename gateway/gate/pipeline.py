@@ -391,7 +391,7 @@ class Gate:
             operation_id = client_operation_id or derive_operation_id(run.lineage_id, tool, digest)
             if self.safeguards.sabotaged("idempotency"):  # the drill's negative control: every call is new
                 operation_id = new_id("sab")
-        limits = self.limits.for_call(run.tenant, run.run_id)
+        limits = self.limits.for_call(run.tenant, run.run_id).sharing(self.catalog.shared_for(tool))
         facts = CallFacts(epoch=info.epoch, is_write=spec.is_write, reservation=spec.reservation(), limits=limits)
         approval_id: str | None = None
         rule = None if self.safeguards.sabotaged("approval") else approval_rule(tool, spec, terms, arguments)

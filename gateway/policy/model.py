@@ -1,6 +1,8 @@
-"""The policy document: per tool, its effect, cost, and approval rule. Gateway-wide.
+"""The policy document: per tool, its effect, cost, and approval rule; the limits shared by every
+run (`shared_limits`). Gateway-wide.
 
 A contract may narrow what a policy allows, never widen it: a tool no policy names is refused.
+A contract cannot name a shared limit at all: it is the destination's quota, not the run's.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gateway.domain.contract import ApprovalRule
+from gateway.domain.limits import parse_rate
 from gateway.domain.units import currency_exponent, parse_money
 
 
@@ -51,11 +54,44 @@ class ToolPolicy(BaseModel):
         return value
 
 
+class SharedLimit(BaseModel):
+    """One limit shared by every run, tenant and replica of the gateway: on one exposed `tool`, or
+    on every tool of one `destination` (an adapter's name), at most `max_concurrent` calls in
+    flight and at most `rate` calls admitted (`"N/period"`, e.g. `"100/m"`) (docs/limits.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str | None = None
+    destination: str | None = None
+    max_concurrent: int | None = Field(default=None, ge=1)
+    rate: str | None = None
+
+    @field_validator("rate")
+    @classmethod
+    def _rate(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_rate(value)
+        return value
+
+    @model_validator(mode="after")
+    def _one_scope(self) -> SharedLimit:
+        if (self.tool is None) == (self.destination is None):
+            raise ValueError("a shared limit names exactly one of tool and destination")
+        if self.max_concurrent is None and self.rate is None:
+            raise ValueError("a shared limit sets max_concurrent, rate, or both")
+        return self
+
+    @property
+    def scope(self) -> str:
+        return f"tool:{self.tool}" if self.tool is not None else f"destination:{self.destination}"
+
+
 class PolicyDocument(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     currency: str = "USD"
     tools: dict[str, ToolPolicy] = Field(default_factory=dict)
+    shared_limits: list[SharedLimit] = Field(default_factory=list)
 
     @field_validator("currency")
     @classmethod

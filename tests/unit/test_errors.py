@@ -37,6 +37,7 @@ BEYOND_DESIGN = {
     "task_attempts_exhausted",
     "unknown_task",
     "task_not_running",
+    "shared_limit",  # docs/decisions/0028-shared-limits.md
 }
 
 

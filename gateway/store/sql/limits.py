@@ -1,4 +1,5 @@
-"""The store's part of the limits: rate counters and the per-run concurrency cap (migration 0010).
+"""The store's part of the limits: rate counters and the per-run concurrency cap (migration 0010),
+the limits shared by every run (migration 0028: the index that counts a tool's calls in flight).
 
 Both are decided inside a transaction the caller already runs (the admit, gate step 6), or in one
 transaction of their own for an API request. On PostgreSQL the same functions run SERIALIZABLE,
@@ -10,13 +11,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gateway.domain.admission import RunSnapshot
-from gateway.domain.limits import CONCURRENCY_RETRY_S, CallLimits, Rate
+from gateway.domain.limits import CONCURRENCY_RETRY_S, SHARED_PREFIX, CallLimits, Rate, SharedCap
+from gateway.domain.shared_limits import concurrency_refusal, rate_refusal, slots_since
 from gateway.errors import Code, Refusal
 from gateway.store.sql.base import SqlBase
 from gateway.store.sql.connection import Conn
 from gateway.store.sql.rates import take
 
 _IN_FLIGHT = "SELECT COUNT(*) FROM actions WHERE run_id = ? AND status = 'admitted'"
+# Every run's, every tenant's: the calls of these tools admitted recently enough to hold a slot
+# (index actions_shared_in_flight, migration 0028).
+_SHARED_IN_FLIGHT = "SELECT COUNT(*) FROM actions WHERE status = 'admitted' AND tool IN ({}) AND created_at >= ?"
 
 
 class LimitOps(SqlBase):
@@ -40,10 +45,16 @@ class LimitOps(SqlBase):
                     max=cap,
                     retry_after_s=CONCURRENCY_RETRY_S,
                 )
+        for shared in limits.shared:
+            refusal = self._shared_refusal(conn, shared, now)
+            if refusal is not None:
+                return refusal
         refused = take(conn, limits.rates, now)
         if refused is None:
             return None
         scope, wait = refused
+        if scope.startswith(SHARED_PREFIX):
+            return rate_refusal(scope, wait)
         kind = scope.partition(":")[0]
         return Refusal(
             Code.RATE_LIMITED,
@@ -51,3 +62,14 @@ class LimitOps(SqlBase):
             limit=kind,
             retry_after_s=round(wait, 3),
         )
+
+    @staticmethod
+    def _shared_refusal(conn: Conn, cap: SharedCap, now: float) -> Refusal | None:
+        """A shared limit's calls in flight, across every run and replica, against its cap. On
+        PostgreSQL the admit is SERIALIZABLE: two replicas that both counted the last slot free
+        cannot both commit; one runs again and counts the other's call."""
+        if cap.max_concurrent is None:
+            return None
+        query = _SHARED_IN_FLIGHT.format(", ".join("?" * len(cap.tools)))
+        (in_flight,) = conn.execute(query, (*cap.tools, slots_since(cap, now))).fetchone()
+        return concurrency_refusal(cap, int(in_flight))
