@@ -65,6 +65,37 @@ async def fire(agents: Sequence[Agent], mode: Mode, calls: range) -> tuple[dict[
     return dict(zip(calls, replies, strict=True)), time.monotonic() - started
 
 
+async def fire_a_first(
+    world: World, run_id: str, agents: Sequence[Agent], calls: range, *, replica: int
+) -> tuple[dict[int, Reply], float]:
+    """As `fire`, but the calls through B start once A has admitted two writes (or died): A must
+    reach its second settle to die there, and with both started at once a busy machine may let B
+    spend the whole budget first. A's calls are still in flight while B's run."""
+    started = time.monotonic()
+    mine = [i for i in calls if i % len(agents) == replica]
+    others = [i for i in calls if i % len(agents) != replica]
+
+    def send(i: int) -> Any:
+        agent = agents[i % len(agents)]
+        return agent.call(
+            TOOL, {"email": email("restart", i), "name": f"Lead {i}"}, operation_id=f"budget-{i}", bound=BOUND
+        )
+
+    first = [asyncio.ensure_future(send(i)) for i in mine]
+    other = 1 - replica
+    deadline = time.monotonic() + BOUND
+    while time.monotonic() < deadline and not all(t.done() for t in first):
+        ours = set(world.replicas[replica].process_ids)
+        actions = await world.actions(run_id, replica=other)
+        if sum(x["tool"] == TOOL and x["process_id"] in ours and x["status"] != "rejected" for x in actions) >= 2:
+            break
+        await asyncio.sleep(0.05)  # stays: polling another process's store through its API
+    rest = await asyncio.gather(*(send(i) for i in others))
+    done = await asyncio.gather(*first)
+    replies = dict(zip(mine, done, strict=True)) | dict(zip(others, rest, strict=True))
+    return dict(sorted(replies.items())), time.monotonic() - started
+
+
 def money(value: Any) -> Decimal:
     return Decimal(str(value)) if value is not None else Decimal(0)
 
@@ -226,7 +257,10 @@ async def budget_two_replicas(world: World, mode: Mode, f: Findings) -> None:
     run_id, agent = await world.start_run(budgets=budgets(), replica=b)
     agents = [agent.via(url) for url in world.urls]  # one lease, good on both replicas
     calls = range(CALLS // 2) if mode == "restart" else range(CALLS)
-    replies, seconds = await fire(agents, mode, calls)
+    if mode == "restart":
+        replies, seconds = await fire_a_first(world, run_id, agents, calls, replica=a)
+    else:
+        replies, seconds = await fire(agents, mode, calls)
     codes = Counter(r.code or "ok" for r in replies.values())
     f.saw(f"{len(calls)} calls spread over A and B in {seconds:.1f} s: {dict(codes)}")
     expected = {"ok", "outcome_unknown", "budget_exhausted"}
