@@ -17,6 +17,7 @@ from gateway.runtime.watchdog import Watchdog
 from gateway.store.records import Refused
 from gateway.store.wait_records import WaitRecord
 from tests.harness import OPS, TENANT, Run, World
+from tests.store.downgrade import back_to
 
 pytestmark = pytest.mark.anyio
 
@@ -176,3 +177,15 @@ async def test_a_signal_to_a_run_that_is_over_is_refused_with_its_status(world: 
     with pytest.raises(Refusal) as refused:
         await signal(world, run, "quote.received", "k1")
     assert refused.value.code == "run_cancelled"
+
+
+async def test_a_store_of_the_version_before_0027_migrates_and_its_running_run_may_wait(world: World) -> None:
+    run = await world.new_run()
+    await world.store.close()
+    world.backend._execute(*back_to(26, world.backend))
+    world.store = world.backend.store(world.clock, process_id="test-gateway")
+    await world.store.open()
+
+    assert (await world.run(run.run_id)).status is RunStatus.RUNNING
+    await waiting(world, run)
+    assert (await signal(world, run, "quote.received", "k1")).status is RunStatus.RUNNING
