@@ -5,12 +5,15 @@ over HTTP; the gateway is stopped and served again between the wait and the sign
 from __future__ import annotations
 
 import contextlib
+import io
+import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import httpx2
 import pytest
@@ -18,6 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from gateway.app import create_app
+from gateway.cli import main
 from gateway.clock import ManualClock
 from gateway.config import load_settings
 from tests.contracts import DROP, contract
@@ -161,3 +165,34 @@ async def test_the_signal_route_takes_operator_and_worker_keys_and_bounds_the_pa
         async with api(url, "aud") as c:
             r = await c.post(route, json={"name": "note", "idempotency_key": "a1"})
             assert (r.status_code, r.json()["error"]["code"]) == (403, "forbidden")
+
+
+async def test_the_cli_signal_wakes_a_waiting_run_once_per_key(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WARRANT_API_KEY", "key-op")
+    async with gateway.serving() as url:
+        run_id, token = await start(url)
+        async with agent(url, token) as c:
+            err, body = await call(c, "warrant_wait", WAIT)
+            assert not err, body
+
+        argv = ["runs", "signal", run_id, "quotes.ready", "--payload", '{"quotes": [1]}', "--key", "k-1", "--url", url]
+        code, out = await warrant(argv)
+        assert code == 0 and "the run is running" in out and body["wait"]["wait_id"] in out
+        code, out = await warrant([*argv, "--json"])
+        assert code == 0 and json.loads(out)["replayed"] is True
+        code, _ = await warrant(["runs", "signal", run_id, "note", "--payload", "{not json", "--url", url])
+        assert code == 1
+
+
+async def warrant(argv: list[str]) -> tuple[int, str]:
+    """The CLI against the served gateway, on a thread (its client is synchronous)."""
+    out = io.StringIO()
+
+    def run() -> int:
+        with contextlib.redirect_stdout(out):
+            return main(argv)
+
+    code = await anyio.to_thread.run_sync(run)
+    return code, out.getvalue()
