@@ -32,6 +32,7 @@ from gateway.api.reports import routes as report_routes
 from gateway.api.retention import routes as retention_routes
 from gateway.api.routes import error_response
 from gateway.api.routes import routes as api_routes
+from gateway.api.signals import routes as signal_routes
 from gateway.api.tools import routes as tool_routes
 from gateway.catalog.catalog import Catalog
 from gateway.catalog.pins import Pins
@@ -64,6 +65,7 @@ from gateway.tools.calls import ToolCalls
 from gateway.tools.evidence import build_fetcher
 from gateway.tools.progress import Progress
 from gateway.tools.tasks import Planning
+from gateway.tools.waits import Waiting
 
 log = logging.getLogger("warrant")
 
@@ -211,7 +213,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                 deliverer = Deliverer(store, store_clock, settings.webhooks, timeout=settings.watchdog.delivery_timeout)
                 fetcher = build_fetcher(settings.artifacts)
                 progress = Progress(gate, fetcher, store_clock, settings.validators)
-                app.state.tool_calls = ToolCalls(gate, progress, Planning(progress))
+                app.state.tool_calls = ToolCalls(gate, progress, Planning(progress), Waiting(gate, store))
                 app.state.gateway = Gateway(
                     store,
                     catalog,
@@ -252,6 +254,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         *key_routes,
         *connection_routes,
         *lineage_routes,
+        *signal_routes,
         *report_routes,
         *retention_routes,
         *(oauth_routes(authorization) if authorization is not None else []),

@@ -106,6 +106,9 @@ class Code(StrEnum):
     TASK_ATTEMPTS_EXHAUSTED = "task_attempts_exhausted"
     UNKNOWN_TASK = "unknown_task"
     TASK_NOT_RUNNING = "task_not_running"
+    # Waits (docs/decisions/0027-waits.md).
+    WAIT_INVALID = "wait_invalid"
+    WAIT_OPEN = "wait_open"
     # The gateway is shutting down (docs/operations.md): nothing was done; retry (another replica).
     DRAINING = "draining"
 
@@ -157,6 +160,7 @@ class Code(StrEnum):
     INVALID_GRANT = "invalid_grant"
     OAUTH_CLIENTS_FULL = "oauth_clients_full"
     OAUTH_GRANTS_FULL = "oauth_grants_full"
+    SIGNAL_INVALID = "signal_invalid"  # a signal's name, payload or key (docs/decisions/0027-waits.md)
 
     # -- the CLI's own, before or without the gateway's answer (docs/errors.md) ----------------
     UNREACHABLE = "unreachable"
@@ -214,6 +218,8 @@ CALL_CODES: frozenset[Code] = frozenset(
         Code.TASK_ATTEMPTS_EXHAUSTED,
         Code.UNKNOWN_TASK,
         Code.TASK_NOT_RUNNING,
+        Code.WAIT_INVALID,
+        Code.WAIT_OPEN,
         Code.DRAINING,
     }
 )

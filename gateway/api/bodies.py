@@ -78,6 +78,17 @@ class UsageBody(BaseModel):
     )
 
 
+class SignalBody(BaseModel):
+    """`POST /api/runs/{id}/signal`: an outside event for the run (docs/decisions/0027-waits.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[a-z0-9_.:-]{1,64}$", description="what happened; a wait's wake_on names it")
+    payload: Any = Field(None, description="any JSON, at most 16 KB as canonical JSON: the agent reads it")
+    idempotency_key: str = Field(
+        pattern=r"^[A-Za-z0-9_.:-]{1,128}$", description="a retry with it is recorded once and wakes nothing"
+    )
+
+
 # -- revisions and successors (gateway/api/lineage.py) ------------------------------------
 
 

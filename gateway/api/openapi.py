@@ -34,6 +34,7 @@ from gateway.api.bodies import (
     ReviseBody,
     RevokeKeyBody,
     RotateKeyBody,
+    SignalBody,
     SuccessorBody,
     UsageBody,
 )
@@ -326,6 +327,18 @@ def _operations() -> tuple[Op, ...]:
             201,
             schemas.ChargeView,
             UsageBody,
+            True,
+            errors=(409,),
+        ),
+        Op(
+            "POST",
+            f"{run}/signal",
+            "Send the run an outside event: recorded once per idempotency_key; a waiting run whose wait names it "
+            "goes on",
+            "runs.signal",
+            200,
+            schemas.SignalView,
+            SignalBody,
             True,
             errors=(409,),
         ),

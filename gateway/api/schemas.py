@@ -387,6 +387,18 @@ class PlanView(_View):
 ChargeTag = Literal["model", "tool", "runtime", "recovery"]
 
 
+class SignalView(_View):
+    signal_id: str
+    run_id: str
+    name: str
+    at: Timestamp
+    by: str = Field(description="the API key that sent it")
+    payload_sha256: Sha256
+    woke_wait_id: str | None = Field(description="the wait it ended, when one named it in wake_on")
+    status: str = Field(description="the run's status after the signal")
+    replayed: bool = Field(description="this idempotency_key was sent before: its first result, nothing woken again")
+
+
 class ChargeView(_View):
     charge_id: str
     run_id: str

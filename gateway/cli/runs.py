@@ -14,6 +14,8 @@
     warrant runs actions RUN                      the action ledger as a table
     warrant runs usage RUN --kind K --amount A [--note TEXT] [--ref REF]
                                                   report model or runtime spend against the run
+    warrant runs signal RUN NAME [--payload JSON] [--key K]
+                                                  send a run an outside event; a wait naming it goes on
     warrant runs report RUN                       the pilot measures and the cost by tag
     warrant runs plan RUN                         the plan: each task's state, attempts and calls
     warrant runs connections RUN                  the clients signed in for the run (MCP authorization)
@@ -35,6 +37,7 @@ import argparse
 import getpass
 import json
 import os
+import secrets
 import socket
 import sys
 from collections.abc import Iterator
@@ -110,6 +113,12 @@ def add_commands(sub: Any) -> None:
     usage.add_argument("--note", help="what it was for, recorded in the run's history")
     usage.add_argument("--ref", help="your reference for this cost: a retry with the same one is charged once")
     usage.set_defaults(func=reporting(_usage))
+    signal = runs_sub.add_parser("signal", help="send a run an outside event (worker or operator)")
+    signal.add_argument("run_id")
+    signal.add_argument("name", help="what happened, [a-z0-9_.:-]{1,64}: a wait's wake_on names it")
+    signal.add_argument("--payload", help="any JSON (at most 16 KB) the agent reads in warrant_status")
+    signal.add_argument("--key", help="an idempotency key: a retry with the same one is recorded once (default: new)")
+    signal.set_defaults(func=reporting(_signal))
     report = runs_sub.add_parser("report", help="the pilot measures and the cost by tag")
     report.add_argument("run_id")
     report.set_defaults(func=reporting(_report))
@@ -124,7 +133,8 @@ def add_commands(sub: Any) -> None:
     disconnect.add_argument("grant_id", help="the connection's id (og_...), from `warrant runs connections`")
     disconnect.add_argument("--reason", required=True, help="why, recorded in the run's history (required)")
     disconnect.set_defaults(func=reporting(_disconnect))
-    commands += [cancel, fail, successor, revise, delegate, actions, usage, report, plan, connections, disconnect]
+    commands += [cancel, fail, successor, revise, delegate, actions, usage, signal, report, plan]
+    commands += [connections, disconnect]
 
     leases = sub.add_parser("leases", help="acquire or renew a run's lease")
     leases_sub = leases.add_subparsers(dest="leases_command", required=True)
@@ -474,6 +484,26 @@ def _usage(args: argparse.Namespace) -> int:
     print(
         f"{charge['charge_id']}: {charge['amount']} {charge['tag']}{again}; spent {spend['spent']} of {spend['limit']}"
     )
+    return 0
+
+
+def _signal(args: argparse.Namespace) -> int:
+    payload = None
+    if args.payload is not None:
+        try:
+            payload = json.loads(args.payload)
+        except json.JSONDecodeError as exc:
+            raise ApiFailed(Code.INVALID_REQUEST, f"--payload is not valid JSON: {exc}") from exc
+    key = args.key or f"cli-{secrets.token_hex(8)}"
+    body = {"name": args.name, "payload": payload, "idempotency_key": key}
+    with cli_http.client(args) as http:
+        signal = cli_http.call(http, "POST", api_path("runs", args.run_id, "signal"), body)
+    if args.json:
+        print_json(signal)
+        return 0
+    again = " (sent before with this key: nothing recorded again)" if signal["replayed"] else ""
+    woke = f"; it ended wait {signal['woke_wait_id']}" if signal["woke_wait_id"] else ""
+    print(f"{signal['signal_id']}: {signal['name']} (key {key}){again}{woke}; the run is {signal['status']}")
     return 0
 
 

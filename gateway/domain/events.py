@@ -100,11 +100,11 @@ SHAPES: dict[str, Callable[[Any], str | None]] = {
 _SHOWN: dict[str, tuple[str, ...]] = {
     "id": (
         "run_id", "task_id", "action_id", "approval_id", "milestone_id", "charge_id", "grant_id", "client_id",
-        "child_run_id", "successor_run_id", "predecessor_run_id", "from_run_id",
+        "child_run_id", "successor_run_id", "predecessor_run_id", "from_run_id", "wait_id", "signal_id",
     ),
     "tool": ("tool",),
-    "word": ("kind", "status", "previous", "effect", "code", "dimension"),
-    "name": ("worker", "by"),
+    "word": ("kind", "status", "previous", "effect", "code", "dimension", "cause", "on_timeout"),
+    "name": ("worker", "by", "name"),
     "count": ("epoch", "version", "attempts", "max_attempts", "tasks", "cap", "refusals", "spec_version", "from", "to"),
     "money": ("actual_spend", "amount"),
 }  # fmt: skip
@@ -186,6 +186,9 @@ TEMPLATES: dict[str, Template] = {
     "task_cancelled": _T("Task {task_id} was cancelled"),
     "task_compensated": _T("Task {task_id} was compensated"),
     "task_check_failed": _T("Task {task_id} stays {status}: a completion check failed"),
+    "wait_started": _T("Worker {worker} made the run wait ({wait_id}; on timeout: {on_timeout})"),
+    "wait_ended": _T("Wait {wait_id} ended ({cause})"),
+    "signal_received": _T("Signal {name} was received from {by}"),
     "bodies_purged": _T("Stored bodies were purged by {by}"),
     "alert": _T("Alert: {kind}"),
 }

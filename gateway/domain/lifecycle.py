@@ -9,7 +9,7 @@ from gateway.errors import Code, Conflict, Refusal
 
 class RunStatus(StrEnum):
     RUNNING = "running"
-    WAITING = "waiting"  # an approval or outside input is pending
+    WAITING = "waiting"  # an approval, or a wait for a signal or a time (warrant_wait), is pending
     PAUSED = "paused"
     COMPLETED = "completed"
     CANCELLED = "cancelled"
@@ -40,6 +40,8 @@ class RunEvent(StrEnum):
     COMPLETE = "complete"
     EXPIRE = "expire"
     FAIL = "fail"  # an operator's, or the contract's rules (on_verification_failed, max_completion_attempts, ...)
+    WAIT = "wait"  # the agent's warrant_wait (gateway/domain/waits.py)
+    WAIT_ENDED = "wait_ended"  # a signal it waits for arrived, or its `until` passed with on_timeout: resume
 
 
 R, W, P = RunStatus.RUNNING, RunStatus.WAITING, RunStatus.PAUSED
@@ -72,6 +74,10 @@ TRANSITIONS: dict[tuple[RunStatus, RunEvent], RunStatus] = {
     (R, RunEvent.FAIL): F,
     (W, RunEvent.FAIL): F,
     (P, RunEvent.FAIL): F,
+    # A wait starts only from running (the store refuses `wait_open` while one is open); its
+    # timeout's pause and fail are the PAUSE and FAIL rows above.
+    (R, RunEvent.WAIT): W,
+    (W, RunEvent.WAIT_ENDED): R,
 }
 
 
@@ -89,9 +95,9 @@ def status_refusal(status: RunStatus) -> Refusal:
     """The refusal a call meets when the run is in `status` (running admits everything)."""
     messages = {
         RunStatus.WAITING: (
-            "not executed: the run is waiting for an approval; until it is decided only reads, the warrant_* tools "
-            "and the approved write are admitted; check with warrant_status and make this write once the run is "
-            "running again"
+            "not executed: the run is waiting for an approval or a signal (warrant_wait); meanwhile only reads, "
+            "the warrant_* tools and an approved write are admitted; check with warrant_status and make this "
+            "write once the run is running again"
         ),
         RunStatus.PAUSED: (
             "not executed: the run is paused by an operator; nothing is admitted until an operator resumes it "

@@ -42,6 +42,7 @@ PERMISSIONS: frozenset[str] = frozenset(
         "keys.manage",  # create, list, revoke and rotate the tenant's API keys: admin only
         "metrics.read",  # /metrics: the tenant's gauges name its runs
         "ledger.purge",  # purge settled actions' bodies on request (docs/retention.md): admin only
+        "runs.signal",  # send a run an outside event (docs/decisions/0027-waits.md): operators and its workers
     }
 )
 
@@ -59,13 +60,14 @@ ROLES: dict[str, frozenset[str]] = {
             "approvals.read",
             "tools.read",
             "usage.report",
+            "runs.signal",
         }
     ),
     "approver": frozenset({"approvals.read", "approvals.decide", "tools.read"}),
     "auditor": frozenset(
         {"runs.read", "actions.read", "events.read", "ledger.verify", "approvals.read", "tools.read", "metrics.read"}
     ),
-    "worker": frozenset({"leases.acquire", "usage.report"}),
+    "worker": frozenset({"leases.acquire", "usage.report", "runs.signal"}),
 }
 
 

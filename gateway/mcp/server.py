@@ -223,6 +223,35 @@ WARRANT_TOOLS: dict[str, types.Tool] = {
             "additionalProperties": False,
         },
     ),
+    "warrant_wait": types.Tool(
+        name="warrant_wait",
+        description=(
+            "Wait for an outside event or a time: the run is waiting until a signal named in wake_on arrives "
+            "(POST /api/runs/{id}/signal) or until passes, when on_timeout applies (resume: running again; "
+            "pause: an operator decides; fail: the run fails). Meanwhile reads and the warrant_* tools work; "
+            "warrant_status lists the signals received, with their payloads."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "reason": {"type": "string", "minLength": 1, "maxLength": 512},
+                "until": {
+                    "type": "string",
+                    "description": "an RFC 3339 timestamp, or a duration from now (90s, 2h, 3d); at most 30 days "
+                    "and never past the run's deadline",
+                },
+                "on_timeout": {"type": "string", "enum": ["resume", "pause", "fail"], "default": "resume"},
+                "wake_on": {
+                    "type": "array",
+                    "maxItems": 16,
+                    "items": {"type": "string", "pattern": "^[a-z0-9_.:-]{1,64}$"},
+                    "description": "the signal names that end the wait",
+                },
+            },
+            "required": ["reason", "until"],
+            "additionalProperties": False,
+        },
+    ),
     "warrant_complete": types.Tool(
         name="warrant_complete",
         description=(

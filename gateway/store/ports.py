@@ -31,6 +31,7 @@ from gateway.domain.limits import Rate
 from gateway.domain.report import ChargeRecorded, ReportInputs
 from gateway.domain.retention import PURGE_BATCH, PurgeReport, PurgeScope
 from gateway.domain.tasks import Plan, TaskStatus
+from gateway.domain.waits import SIGNALS_SHOWN, WaitSpec
 from gateway.errors import Refusal
 from gateway.store.chain import BadEntry, EntryRow, VerifyReport
 from gateway.store.progress_records import (
@@ -74,6 +75,7 @@ from gateway.store.records import (
 )
 from gateway.store.reports import DrillRun, DroppedRefusals, Gauges, HealthReport, ManyInputs, ReportFilter, RunExport
 from gateway.store.task_records import PlanState, TaskMoved
+from gateway.store.wait_records import SignalAnswer, SignalRecord, WaitRecord
 
 __all__ = [
     "ApprovalStore",
@@ -98,6 +100,7 @@ __all__ = [
     "RunStore",
     "Store",
     "UsageStore",
+    "WaitStore",
     "WatchStore",
     "WatchdogStore",
 ]
@@ -708,6 +711,28 @@ class PlanStore(Protocol):
         """The newest plan, its tasks in order and the calls made for each. Raises: NotFound."""
 
 
+class WaitStore(Protocol):
+    """Waits and signals (docs/decisions/0027-waits.md). A wait is fenced like a task's move."""
+
+    async def start_wait(self, run_id: str, *, epoch: int, worker: str, spec: WaitSpec) -> WaitRecord | Refused:
+        """Move a running run to `waiting` until a signal in `spec.wake_on` or `spec.until`
+        (`wait_started`). Refused (and recorded): a dead lease, a paused or waiting run
+        (`run_waiting`), an open wait (`wait_open`), `until` past the deadline (`wait_invalid`)."""
+
+    async def signal_run(
+        self, principal: Principal, run_id: str, *, name: str, payload: Any, idempotency_key: str
+    ) -> SignalAnswer:
+        """Record a signal once per key (`signal_received`); one the open wait names wakes the run
+        (`wait_ended`, cause signal). Raises: NotFound; Conflict `idempotency_conflict` (the key
+        sent before with another name or payload); Refusal `run_<status>` for a run that is over."""
+
+    async def open_wait(self, run_id: str) -> WaitRecord | None:
+        """The run's open wait, if any."""
+
+    async def list_signals(self, run_id: str, *, limit: int = SIGNALS_SHOWN) -> list[SignalRecord]:
+        """The run's newest signals, oldest first."""
+
+
 class WatchStore(Protocol):
     """The watchdog's part (gateway/runtime/watchdog.py): its lease, the expiry sweep, what it watches,
     alerts once, heartbeats."""
@@ -798,6 +823,7 @@ class Store(
     UsageStore,
     ProgressStore,
     PlanStore,
+    WaitStore,
     WatchStore,
     DeliveryStore,
     Protocol,

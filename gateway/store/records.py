@@ -398,6 +398,7 @@ class Sweep:
     approvals_expired: list[str]
     runs_paused: list[str]  # by an approval's `on_expiry: pause`
     failed: list[str] = field(default_factory=list)  # runs the sweep passed over (a damaged row), logged
+    waits_timed_out: list[str] = field(default_factory=list)  # runs whose warrant_wait's on_timeout was applied
 
 
 @dataclass(frozen=True)

@@ -16,15 +16,24 @@ from gateway.errors import Code, Refusal
 from gateway.gate.pipeline import CallResult, Gate
 from gateway.tools.progress import Progress
 from gateway.tools.tasks import Planning
+from gateway.tools.waits import Waiting
 
 
 class ToolCalls:
-    def __init__(self, gate: Gate, progress: Progress | None = None, planning: Planning | None = None) -> None:
+    def __init__(
+        self,
+        gate: Gate,
+        progress: Progress | None = None,
+        planning: Planning | None = None,
+        waiting: Waiting | None = None,
+    ) -> None:
         """`progress`: the checkpoint, milestone and completion tools; `planning`: the plan and task
-        tools (docs/tasks.md). None: not served here."""
+        tools (docs/tasks.md); `waiting`: warrant_wait and the signals (docs/decisions/0027-waits.md).
+        None: not served here."""
         self.gate = gate
         self.progress = progress
         self.planning = planning
+        self.waiting = waiting
 
     async def call(
         self, token: str | None, name: str, arguments: dict[str, Any], meta: Mapping[str, Any] | None = None
@@ -49,6 +58,8 @@ class ToolCalls:
                 status["standing"] = await self.progress.standing_of(token)
                 if recovery.get("plan") is not None:  # where the plan stands, at the top (its tasks: in recovery)
                     status["plan"] = {k: v for k, v in recovery["plan"].items() if k != "tasks"}
+            if self.waiting is not None:  # the open wait, and the signals received (name, payload, at)
+                status.update(await self.waiting.status_of(token))
             dead = await gate.refuse_dead(token, name)  # a takeover or cancel while it was being read
             if dead is not None:
                 return dead
@@ -83,6 +94,10 @@ class ToolCalls:
             if name == "warrant_plan":
                 return await self.planning.plan(token, arguments)
             return await self.planning.task(token, arguments)
+        if name == "warrant_wait":
+            if self.waiting is None:
+                return CallResult.refused(Refusal(Code.TOOL_NOT_FOUND, f"{name} is not served here", tool=name))
+            return await self.waiting.wait(token, arguments)
         if name.startswith("warrant_"):
             return CallResult.refused(Refusal(Code.TOOL_NOT_FOUND, f"no gateway tool named {name!r}", tool=name))
         return await gate.call(token, name, arguments, meta)

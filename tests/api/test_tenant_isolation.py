@@ -106,6 +106,7 @@ def body_for(route: Served, acme: Acme) -> dict[str, Any] | None:
         "resume": {"reason": "intrusion"},
         "cancel": {"reason": "intrusion", "hard": True},
         "fail": {"reason": "intrusion"},
+        "signal": {"name": "intrusion", "payload": {"x": 1}, "idempotency_key": "intrusion"},
         "approve": {"note": "intrusion"},
         "deny": {"note": "intrusion"},
         "resolve": {"status": "failed", "evidence": "intrusion"},

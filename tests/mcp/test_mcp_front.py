@@ -51,6 +51,7 @@ async def test_tools_list_shows_the_runs_tools_and_the_gateway_tools(api: Api, m
         "warrant_complete",
         "warrant_plan",
         "warrant_task",
+        "warrant_wait",
     }
 
 

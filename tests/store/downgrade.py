@@ -39,6 +39,7 @@ UNDO: dict[int, Any] = {
         ("DROP TABLE event_drops", ()),
     ],
     26: lambda _: [("DROP TABLE drill_runs", ()), ("ALTER TABLE runs DROP COLUMN replays", ())],
+    27: lambda _: [("DROP TABLE signals", ()), ("DROP TABLE waits", ())],  # waits (docs/decisions/0027-waits.md)
     28: lambda _: [("DROP INDEX actions_shared_in_flight", ())],
 }
 

@@ -23,7 +23,8 @@ upstream_unavailable spec_version_mismatch tool_definition_changed rate_limited 
 checkpoint_conflict completion_refused lease_revoked draining
 """.split()
 # Beyond DESIGN.md's list: a call whose contract was revised twice while it was decided; the plan
-# and its tasks (issue 23, docs/tasks.md); a failed run (issue 23, docs/decisions/0024-failed-end.md).
+# and its tasks (issue 23, docs/tasks.md); a failed run (issue 23, docs/decisions/0024-failed-end.md);
+# waits (issue 24, docs/decisions/0027-waits.md).
 BEYOND_DESIGN = {
     "contract_revised",
     "run_failed",
@@ -38,6 +39,8 @@ BEYOND_DESIGN = {
     "unknown_task",
     "task_not_running",
     "shared_limit",  # docs/decisions/0028-shared-limits.md
+    "wait_invalid",
+    "wait_open",
 }
 
 

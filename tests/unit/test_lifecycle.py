@@ -34,6 +34,8 @@ EXPECTED_RUN_TRANSITIONS = {
     (R, RunEvent.FAIL): F,
     (W, RunEvent.FAIL): F,
     (P, RunEvent.FAIL): F,
+    (R, RunEvent.WAIT): W,
+    (W, RunEvent.WAIT_ENDED): R,
 }
 
 ALL_RUN_PAIRS = list(itertools.product(RunStatus, RunEvent))

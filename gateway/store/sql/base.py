@@ -256,6 +256,8 @@ class SqlBase(abc.ABC):
         )
         if event is RunEvent.RESUME:  # a resumed run's stall clock starts again (gateway/domain/watch.py)
             conn.execute("UPDATE runs SET progress_at = ? WHERE run_id = ?", (now, run.run_id))
+        if run.status is RunStatus.WAITING:  # a wait ends whenever the run leaves waiting (by `event`)
+            self._end_wait(conn, run.run_id, now, event.value)
         self._event(
             conn, run.run_id, f"run_{target.value}", now, previous=run.status.value, by=by, reason=reason, **data
         )
@@ -326,10 +328,32 @@ class SqlBase(abc.ABC):
             "SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending' AND milestone_id IS NULL LIMIT 1",
             (run_id,),
         ).fetchone()
-        if pending is None:
+        if pending is None and self._open_wait(conn, run_id) is None:  # a warrant_wait holds it waiting too
             run = run_from_row(self._run_row(conn, run_id))
             if not run.status.terminal:
                 self._set_status(conn, run, RunEvent.APPROVALS_SETTLED, now, by=by, reason="no approval pending")
+
+    @staticmethod
+    def _open_wait(conn: Conn, run_id: str) -> Row | None:
+        """The run's open wait (warrant_wait, gateway/store/sql/waits.py), if any."""
+        row: Row | None = conn.execute(
+            "SELECT * FROM waits WHERE run_id = ? AND ended_at IS NULL", (run_id,)
+        ).fetchone()
+        return row
+
+    def _end_wait(self, conn: Conn, run_id: str, now: float, cause: str, signal_id: str | None = None) -> bool:
+        """End the run's open wait with `cause` (docs/decisions/0027-waits.md), its `wait_ended`
+        entry written; False when none was open."""
+        wait = self._open_wait(conn, run_id)
+        if wait is None:
+            return False
+        conn.execute(
+            "UPDATE waits SET ended_at = ?, cause = ?, signal_id = ? WHERE wait_id = ?",
+            (now, cause, signal_id, wait["wait_id"]),
+        )
+        extra = {"signal_id": signal_id} if signal_id is not None else {}
+        self._event(conn, run_id, "wait_ended", now, wait_id=wait["wait_id"], cause=cause, **extra)
+        return True
 
     def _expire_approvals_due(self, conn: Conn, run_id: str, now: float) -> None:
         """Expire approvals not decided by `decide_by` or unused by `valid_until`. Silence never

@@ -40,7 +40,7 @@ class SqlStore(
     UsageOps,
     ReportOps,
     DrillOps,
-    WatchOps,
+    WatchOps,  # with WaitOps
     RestoreOps,
     RetentionOps,
     Store,

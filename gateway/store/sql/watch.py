@@ -20,9 +20,10 @@ from gateway.domain.watch import RAISED_KINDS, BlockedTask, PendingApproval, Run
 from gateway.errors import DamagedRecord
 from gateway.ids import new_id
 from gateway.store.records import AlertDraft, AlertRecord, Delivery, RaisedAlert, Sweep, WatchState
-from gateway.store.sql.base import SqlBase, queue_deliveries
+from gateway.store.sql.base import queue_deliveries
 from gateway.store.sql.connection import Conn, Row
 from gateway.store.sql.rows import run_from_row
+from gateway.store.sql.waits import WaitOps
 
 log = logging.getLogger("warrant.watchdog")
 
@@ -32,7 +33,7 @@ _LIVE = "status IN ('running', 'waiting', 'paused')"
 _OPEN = "status IN ('pending', 'approved')"
 
 
-class WatchOps(SqlBase):
+class WatchOps(WaitOps):
     async def hold_watch_lease(self, holder: str, ttl: float) -> bool:
         def tx(conn: Conn) -> bool:
             now = self._clock.now()
@@ -67,7 +68,11 @@ class WatchOps(SqlBase):
                 "((status = 'pending' AND decide_by <= ?) OR (status = 'approved' AND valid_until <= ?)) LIMIT ?",
                 (now, now, limit),
             ).fetchall()
-            return list(dict.fromkeys(r[0] for r in [*runs, *approvals]))
+            waits = conn.execute(  # a warrant_wait whose until has passed: on_timeout (docs/decisions/0027-waits.md)
+                "SELECT run_id FROM waits WHERE ended_at IS NULL AND until_at <= ? ORDER BY until_at LIMIT ?",
+                (now, limit),
+            ).fetchall()
+            return list(dict.fromkeys(r[0] for r in [*runs, *approvals, *waits]))
 
         sweep = Sweep([], [], [])
         for run_id in await self._db.read(due):
@@ -88,6 +93,8 @@ class WatchOps(SqlBase):
         run = self._expire_if_due(conn, before, now)
         if not run.status.terminal:
             self._expire_approvals_due(conn, run_id, now)
+            if self._time_out_wait(conn, run_id, now):
+                sweep.waits_timed_out.append(run_id)
         after = run_from_row(self._run_row(conn, run_id))
         if after.status is RunStatus.EXPIRED and before.status is not RunStatus.EXPIRED:
             sweep.runs_expired.append(run_id)
