@@ -39,6 +39,10 @@ UNDO: dict[int, Any] = {
         ("DROP TABLE event_drops", ()),
     ],
     26: lambda _: [("DROP TABLE drill_runs", ()), ("ALTER TABLE runs DROP COLUMN replays", ())],
+    29: lambda _: [  # approvals that reach people (docs/decisions/0029-approvals-reach.md)
+        (f"ALTER TABLE approvals DROP COLUMN {c}", ())
+        for c in ("blocks_run", "approvers", "escalate_at", "destination")
+    ],
 }
 
 
