@@ -34,7 +34,7 @@ pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "whsec-approvals-reach"
 PUBLIC = "https://warrant.acme.example"
-KEYS = {"op": ("acme", "operator")}
+KEYS = {"op": ("acme", "operator"), "ana": ("acme", "approver")}
 CONTRACT: dict[str, Any] = contract(
     goal="Mail two partners",
     lease_ttl=DROP,
@@ -126,3 +126,21 @@ async def test_each_approval_reaches_the_webhook_once_with_its_link_and_without_
     async with world.client("op") as c:
         events = (await c.get(f"/api/runs/{run_id}/events")).json()["items"]
     assert [e["data"]["approval_id"] for e in events if e["type"] == "approval_requested"] == asked
+    async with world.client("ana") as c:
+        shown = (await c.get(f"/api/approvals/{asked[1]}")).json()
+    assert (shown["blocks_run"], shown["approvers"], shown["escalate_at"]) == (True, None, None)
+    assert shown["destination"] == body["data"]["destination"]
+
+
+async def test_a_contract_may_not_unblock_the_run_where_the_policy_blocks_it(world: World) -> None:
+    unblocking = contract(
+        goal="Mail partners without waiting",
+        lease_ttl=DROP,
+        authority={"allow": ["notes__*"]},
+        approvals=[{"tool": "notes__send", "blocks_run": False}],
+    )
+    async with world.client("op") as c:
+        r = await c.post("/api/runs", json=unblocking)
+    assert r.status_code == 422 and r.json()["error"]["code"] == "approval_looser_than_policy"
+    [problem] = r.json()["error"]["problems"]
+    assert (problem["field"], problem["policy"], problem["contract"]) == ("approvals.0.blocks_run", True, False)
