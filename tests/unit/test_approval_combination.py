@@ -164,7 +164,8 @@ def test_a_contract_may_not_unblock_the_run_nor_widen_the_approvers_the_policy_n
     loose = [ApprovalRule.model_validate({"tool": "email__*", "blocks_run": False, "approvers": ["ana", "bo"]})]
     assert {p["field"] for p in policy_problems(loose, floor)} == {"approvals.0.blocks_run", "approvals.0.approvers"}
     unblocking = {"email__send": ApprovalRule(tool="email__send", blocks_run=False)}
-    assert policy_problems([ApprovalRule.model_validate({"tool": "email__send", "blocks_run": False})], unblocking) == []
+    free = [ApprovalRule.model_validate({"tool": "email__send", "blocks_run": False})]
+    assert policy_problems(free, unblocking) == []
     never = [ApprovalRule.model_validate({"tool": "email__send", "escalate_after": None})]
     assert {p["field"] for p in policy_problems(never, floor)} == {"approvals.0.escalate_after"}
 
