@@ -165,6 +165,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
                 alert_routes=AlertRoutes(
                     tuple((hook.name, hook.events) for hook in settings.webhooks),
                     settings.watchdog.delivery_attempts,
+                    console_url=settings.oauth.public_url,  # an approval's alerts link to its console page
                 ),
                 outbox=Outbox(
                     tuple(Subscriber(hook.name, hook.events) for hook in settings.webhooks),

@@ -12,6 +12,7 @@ error as the value it answers.
     WarrantError
     ├── Unauthenticated                 unauthenticated            (HTTP 401)
     ├── Forbidden                       forbidden                  (HTTP 403: role may not)
+    │                                   not_an_approver (403: the rule names who decides)
     ├── NotFound                        not_found                  (HTTP 404, also another tenant's)
     ├── InvalidRequest                  invalid_request / invalid_contract / payload_mismatch (400/409/422)
     │                                   approval_looser_than_policy (422, docs/policy.md)
@@ -133,6 +134,8 @@ class Code(StrEnum):
     SPEC_VERSION_UNCHANGED = "spec_version_unchanged"
     WIDENING_REQUIRES_ADMIN = "widening_requires_admin"
     APPROVAL_NOT_PENDING = "approval_not_pending"
+    # The approval's rule names its approvers and the principal is not one (docs/decisions/0029-approvals-reach.md).
+    NOT_AN_APPROVER = "not_an_approver"
     PAYLOAD_MISMATCH = "payload_mismatch"
     NOT_PINNED = "not_pinned"
     KEY_IN_CONFIG = "key_in_config"

@@ -177,6 +177,13 @@ class ApprovalView(_View):
     note: str | None
     action_id: str | None
     on_expiry: str
+    blocks_run: bool = Field(
+        description="true: while it is pending the run waits and its other writes are refused run_waiting; "
+        "false: the run goes on (docs/decisions/0029-approvals-reach.md)"
+    )
+    approvers: list[str] | None = Field(description="the key names or ids that alone may decide it; null: its role")
+    escalate_at: Timestamp | None = Field(description="when approval_escalated is raised if still undecided")
+    destination: str | None = Field(description="where the call goes, as its adapter says (null: recorded before 0029)")
     diff: ApprovalDiff | None = Field(
         description="what changed since the last approval of this tool in this run that a person approved "
         "(null when there is none, and in a run's summary)",

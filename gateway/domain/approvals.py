@@ -11,6 +11,9 @@ expression that cannot be evaluated holds: fail closed) combine field by field, 
 | `valid_for`    | the shorter                                                          |
 | `on_expiry`    | `pause` (a person must act) above `resume`                           |
 | `when`         | the disjunction: approval is required when any rule's condition holds; no `when` is always |
+| `blocks_run`   | `true` (the run waits) above `false` (its other writes go on)        |
+| `approvers`    | the names both rules list (none listed: anyone with the role)        |
+| `escalate_after`| the shorter (none: never escalated)                                 |
 | `tool`         | the tool the rules were combined for                                 |
 
 A tool's cost is the policy's alone: a contract has no per-tool cost to combine.
@@ -62,6 +65,22 @@ def _either(a: str | None, b: str | None) -> str | None:
     return a if a == b else f"({min(a, b)}) || ({max(a, b)})"  # in one order: whichever side holds which
 
 
+def _either_blocks(a: bool, b: bool) -> bool:
+    return a or b
+
+
+def _common(a: list[str] | None, b: list[str] | None) -> list[str] | None:
+    if a is None or b is None:  # no list: anyone with the role
+        return b if a is None else a
+    return sorted(set(a) & set(b))
+
+
+def _sooner(a: str | None, b: str | None) -> str | None:
+    if a is None or b is None:
+        return b if a is None else a
+    return _shorter(a, b)
+
+
 def _keep_tool(a: str, b: str) -> str:
     return a  # replaced by the tool's own name in `combine`
 
@@ -74,6 +93,9 @@ COMBINE: dict[str, Callable[[Any, Any], Any]] = {
     "valid_for": _shorter,
     "on_expiry": _stricter_expiry,
     "when": _either,
+    "blocks_run": _either_blocks,
+    "approvers": _common,
+    "escalate_after": _sooner,
 }
 
 
@@ -160,10 +182,20 @@ class Requirement:
     decide_within: float
     valid_for: float
     on_expiry: str
+    blocks_run: bool = True
+    approvers: tuple[str, ...] | None = None  # sorted; None: anyone with the role
 
     @classmethod
     def of(cls, rule: ApprovalRule) -> Requirement:
-        return cls(rule.role, parse_duration(rule.decide_within), parse_duration(rule.valid_for), rule.on_expiry)
+        approvers = tuple(sorted(set(rule.approvers))) if rule.approvers is not None else None
+        return cls(
+            rule.role,
+            parse_duration(rule.decide_within),
+            parse_duration(rule.valid_for),
+            rule.on_expiry,
+            rule.blocks_run,
+            approvers,
+        )
 
     def met_by(self, recorded: Requirement) -> bool:
         slack = 1e-3  # the record keeps decide_by, not decide_within: float sums, not a looser rule
@@ -172,4 +204,15 @@ class Requirement:
             and recorded.decide_within <= self.decide_within + slack
             and recorded.valid_for <= self.valid_for + slack
             and ON_EXPIRY_RANK.get(recorded.on_expiry, 0) >= ON_EXPIRY_RANK.get(self.on_expiry, len(ON_EXPIRY_RANK) + 1)
+            and (recorded.blocks_run or not self.blocks_run)
+            and (
+                self.approvers is None
+                or (recorded.approvers is not None and set(recorded.approvers) <= set(self.approvers))
+            )
         )
+
+
+def may_decide(approvers: Collection[str] | None, name: str, key_id: str | None) -> bool:
+    """A principal may decide an approval whose rule names `approvers`: none named, or it is one (by
+    its key's name or id)."""
+    return approvers is None or name in approvers or (key_id is not None and key_id in approvers)

@@ -83,8 +83,22 @@ class ApprovalRule(_Strict):
     valid_for: str = "1h"
     on_expiry: Literal["pause", "resume"] = "pause"
     when: str | None = None
+    # While the approval waits, every other write of the run is refused `run_waiting` (true), or
+    # goes on (false; docs/decisions/0029-approvals-reach.md: a contract may say false only where
+    # the policy does).
+    blocks_run: bool = True
+    # Who may decide it: API key names or ids (None: anyone holding `role`); an empty list, as
+    # rules that name no one in common combine to, lets nobody decide: it expires by `on_expiry`.
+    approvers: list[Annotated[str, Field(min_length=1, max_length=128)]] | None = Field(default=None, max_length=100)
+    # Undecided this long after it was asked, the watchdog raises `approval_escalated` (once).
+    escalate_after: str | None = None
 
     _durations = field_validator("decide_within", "valid_for", mode="before")(_duration)
+
+    @field_validator("escalate_after", mode="before")
+    @classmethod
+    def _escalate(cls, value: object) -> str | None:
+        return None if value is None else _duration(value)
 
     @field_validator("when")
     @classmethod

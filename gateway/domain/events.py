@@ -39,8 +39,9 @@ ALIASES: dict[str, str] = {
     "retrying": "task_retrying",
 }
 
-# Alerts raised outside the watchdog: by the gate on settle, by the outbox when it is full.
-GATE_ALERT_KINDS = ("upstream_unauthorized", "deliveries_dropped")
+# Alerts raised outside the watchdog: by the gate on settle, by the outbox when it is full, by an
+# approval's request (docs/decisions/0029-approvals-reach.md).
+GATE_ALERT_KINDS = ("upstream_unauthorized", "deliveries_dropped", "approval_requested")
 ALERT_KINDS: tuple[str, ...] = (*WATCHDOG_KINDS, *RAISED_KINDS, *GATE_ALERT_KINDS)
 HEARTBEAT = "heartbeat"
 EVERYTHING = "*"
@@ -201,6 +202,8 @@ ALERT_TEMPLATES: dict[str, Template] = {
     "budget_80": _T("Alert: 80% of the {dimension} budget is used"),
     "budget_exhausted": _T("Alert: the {dimension} budget is used up"),
     "approval_expiring": _T("Alert: approval {approval_id} for {tool} is about to expire"),
+    "approval_requested": _T("Alert: approval {approval_id} for {tool} waits for a decision"),
+    "approval_escalated": _T("Alert: approval {approval_id} for {tool} is still undecided"),
     "unknown_action": _T("Alert: the outcome of call {action_id} to {tool} is unknown"),
     "task_blocked_long": _T("Alert: task {task_id} is blocked longer than expected"),
     "run_failed": _T("Alert: the run failed (by {by})"),

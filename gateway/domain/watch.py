@@ -9,6 +9,7 @@ raised once (the store keeps a row per (run, kind, episode)); a new episode is a
     budget_80          a dimension at 80% of its limit (reserved counts)  dimension and limit
     budget_exhausted   nothing left of a dimension                        dimension and limit
     approval_expiring  a pending approval within its warning window       the approval
+    approval_escalated a pending approval past its rule's escalate_after  the approval
     unknown_action     an action whose outcome is unknown (any run)       the action
     task_blocked_long  running or waiting, a task blocked longer than     the task and when it
                        its blocked_expectation (docs/tasks.md)            became blocked
@@ -33,6 +34,7 @@ KINDS: tuple[str, ...] = (
     "budget_80",
     "budget_exhausted",
     "approval_expiring",
+    "approval_escalated",
     "unknown_action",
     "task_blocked_long",
 )
@@ -57,6 +59,9 @@ class PendingApproval:
     tool: str
     created_at: float
     decide_by: float
+    escalate_at: float | None = None  # the rule's escalate_after from created_at; None: never
+    # What approval_escalated says besides the id and tool (gateway/store/sql/approvals.py: never the payload).
+    reach: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,18 @@ def run_alerts(run: RunWatch, now: float, policy: WatchPolicy = WatchPolicy()) -
                 approval_id=approval.approval_id,
                 tool=approval.tool,
                 decide_by=isoformat(approval.decide_by),
+            )
+        if approval.escalate_at is not None and approval.escalate_at <= now < approval.decide_by:
+            alert(
+                "approval_escalated",
+                approval.approval_id,
+                **{
+                    **approval.reach,
+                    "approval_id": approval.approval_id,
+                    "tool": approval.tool,
+                    "decide_by": isoformat(approval.decide_by),
+                    "escalated_at": isoformat(approval.escalate_at),
+                },
             )
     if live:
         for task in run.blocked:

@@ -471,7 +471,8 @@ class Gate:
     async def _waiting_refusal(self, info: TokenInfo, tool: str, refusal: Refusal) -> Refusal:
         """`run_waiting`, naming the approvals the run waits on and when to check back."""
         run = info.run
-        pending = await self.store.list_approvals(run.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
+        listed = await self.store.list_approvals(run.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
+        pending = replace(listed, items=[a for a in listed.items if a.blocks_run])  # the ones the run waits on
         now = self.clock.now()
         ids = [f"{a.approval_id} ({a.tool}, decided by {isoformat(a.decide_by)})" for a in pending.items[:5]]
         on = f"approval {', '.join(ids)}" if ids else "an approval"
@@ -578,6 +579,10 @@ class Gate:
             worker=info.worker,
             evidence=evidence,
             rationale=rationale,
+            blocks_run=rule.blocks_run,
+            approvers=call.required.approvers,
+            escalate_after=parse_duration(rule.escalate_after) if rule.escalate_after is not None else None,
+            destination=spec.adapter.destination(spec.tool, arguments),
         )
         pending = await self.store.request_approval(request, facts)
         if isinstance(pending, Refused):
@@ -890,6 +895,8 @@ _FAILURE_CODES = frozenset(
 
 def _approval_required(approval: ApprovalRecord, now: float, replaced: str | None = None) -> CallResult:
     details: dict[str, Any] = {"replaced_approval_id": replaced} if replaced else {}
+    if not approval.blocks_run:  # the run goes on meanwhile: its other writes are admitted
+        details["blocks_run"] = False
     check_after = isoformat(min(now + CHECK_BACK_S, approval.decide_by))
     decide_by = isoformat(approval.decide_by)
     refusal = Refusal(

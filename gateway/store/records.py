@@ -238,10 +238,18 @@ class ApprovalRequest:
     evidence: Any = None
     rationale: str | None = None
     payload_bytes: int | None = None  # as Intent's: recorded with a refusal of the request
+    # The rule's reach (docs/decisions/0029-approvals-reach.md): whether the run waits, who may
+    # decide (None: the role), seconds undecided before `approval_escalated`, where the call goes.
+    blocks_run: bool = True
+    approvers: tuple[str, ...] | None = None
+    escalate_after: float | None = None
+    destination: str | None = None
 
     @property
     def requirement(self) -> Requirement:
-        return Requirement(self.role, self.decide_within, self.valid_for, self.on_expiry)
+        return Requirement(
+            self.role, self.decide_within, self.valid_for, self.on_expiry, self.blocks_run, self.approvers
+        )
 
 
 @dataclass(frozen=True)
@@ -267,11 +275,17 @@ class ApprovalRecord:
     decided_at: float | None
     note: str | None
     action_id: str | None
+    blocks_run: bool = True
+    approvers: tuple[str, ...] | None = None
+    escalate_at: float | None = None  # when the watchdog raises approval_escalated if still undecided
+    destination: str | None = None
 
     @property
     def requirement(self) -> Requirement:
         """The rule it was asked under (its decide_within as recorded: decide_by less created_at)."""
-        return Requirement(self.role, self.decide_by - self.created_at, self.valid_for, self.on_expiry)
+        return Requirement(
+            self.role, self.decide_by - self.created_at, self.valid_for, self.on_expiry, self.blocks_run, self.approvers
+        )
 
 
 @dataclass(frozen=True)
@@ -421,6 +435,9 @@ class AlertRoutes:
 
     hooks: tuple[tuple[str, frozenset[str] | None], ...] = ()  # (name, kinds it takes; None: every kind)
     max_attempts: int = 8
+    # The gateway's public address (`oauth.public_url`): an approval's alerts link to its console
+    # page there; None: no link (the gateway cannot know how people reach it).
+    console_url: str | None = None
 
     def targets(self, kind: str) -> tuple[str, ...]:
         # As the webhook's `events:` takes alerts (the kind, `alert` or `*`; gateway/domain/events.py).

@@ -41,6 +41,10 @@ UNDO: dict[int, Any] = {
     26: lambda _: [("DROP TABLE drill_runs", ()), ("ALTER TABLE runs DROP COLUMN replays", ())],
     27: lambda _: [("DROP TABLE signals", ()), ("DROP TABLE waits", ())],  # waits (docs/decisions/0027-waits.md)
     28: lambda _: [("DROP INDEX actions_shared_in_flight", ())],
+    29: lambda _: [  # approvals that reach people (docs/decisions/0029-approvals-reach.md)
+        (f"ALTER TABLE approvals DROP COLUMN {c}", ())
+        for c in ("blocks_run", "approvers", "escalate_at", "destination")
+    ],
 }
 
 

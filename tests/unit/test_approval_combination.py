@@ -31,6 +31,15 @@ TABLE: list[tuple[str, Any, Any, Any]] = [
     ("when", "args.amount > 100", "args.amount > 100", "args.amount > 100"),
     ("when", "args.to == 'x'", "args.amount > 100", "(args.amount > 100) || (args.to == 'x')"),
     ("tool", "*", "email__*", "email__send"),  # the combined rule names the tool it was combined for
+    # docs/decisions/0029-approvals-reach.md: the run waits if either side says so.
+    ("blocks_run", True, False, True),
+    ("blocks_run", False, True, True),
+    ("blocks_run", False, False, False),
+    ("approvers", None, ["ana"], ["ana"]),  # no list: anyone with the role
+    ("approvers", ["ana", "bo"], ["bo", "cy"], ["bo"]),  # only the names both list
+    ("approvers", ["ana"], ["bo"], []),  # none in common: nobody may decide (it expires)
+    ("escalate_after", None, "2h", "2h"),  # none: never escalated
+    ("escalate_after", "2h", "30m", "30m"),
 ]
 
 
@@ -49,7 +58,7 @@ def test_the_stricter_value_of_each_field_wins_whichever_side_holds_it(
 
 
 def _same(field: str, got: Any, want: Any) -> bool:
-    if field in ("decide_within", "valid_for"):
+    if field in ("decide_within", "valid_for", "escalate_after") and got is not None and want is not None:
         return bool(parse_duration(got) == parse_duration(want))
     return bool(got == want)
 
@@ -146,3 +155,25 @@ def test_an_approval_meets_the_rule_in_force_only_when_it_was_asked_under_one_as
 ) -> None:
     required = Requirement.of(ApprovalRule(tool="*", role="admin", decide_within="1h", valid_for="1h"))
     assert required.met_by(recorded) is met
+
+
+def test_a_contract_may_not_unblock_the_run_nor_widen_the_approvers_the_policy_names() -> None:
+    # docs/decisions/0029-approvals-reach.md: `blocks_run: false` lets writes go on that the policy
+    # holds back, so a contract may say it only where the policy does.
+    floor = {"email__send": ApprovalRule(tool="email__send", approvers=["ana"], escalate_after="1h")}
+    loose = [ApprovalRule.model_validate({"tool": "email__*", "blocks_run": False, "approvers": ["ana", "bo"]})]
+    assert {p["field"] for p in policy_problems(loose, floor)} == {"approvals.0.blocks_run", "approvals.0.approvers"}
+    unblocking = {"email__send": ApprovalRule(tool="email__send", blocks_run=False)}
+    free = [ApprovalRule.model_validate({"tool": "email__send", "blocks_run": False})]
+    assert policy_problems(free, unblocking) == []
+    never = [ApprovalRule.model_validate({"tool": "email__send", "escalate_after": None})]
+    assert {p["field"] for p in policy_problems(never, floor)} == {"approvals.0.escalate_after"}
+
+
+def test_an_approval_that_blocks_or_names_fewer_approvers_meets_a_looser_requirement_not_the_reverse() -> None:
+    blocking = Requirement.of(ApprovalRule(tool="t"))
+    free = Requirement.of(ApprovalRule(tool="t", blocks_run=False))
+    assert blocking.met_by(blocking) and free.met_by(blocking) and not blocking.met_by(free)
+    ana = Requirement.of(ApprovalRule(tool="t", approvers=["ana"]))
+    assert ana.met_by(Requirement.of(ApprovalRule(tool="t", approvers=["ana"])))
+    assert blocking.met_by(ana) and not ana.met_by(blocking)

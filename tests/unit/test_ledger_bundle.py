@@ -241,7 +241,8 @@ async def test_a_bundle_cut_off_before_its_end_fails(world: World) -> None:
     lines = await a_full_run(world)
     report = verify(lines[:-1])
     assert report.first_bad is not None and report.first_bad.code == "bundle_incomplete"
-    report = verify(lines[: len(lines) // 2])  # cut inside the actions: the end line is missing
+    first_action = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "action")
+    report = verify(lines[: first_action + 2])  # cut inside the actions: the end line is missing
     assert report.first_bad is not None and report.first_bad.code in ("action_missing", "bundle_incomplete")
     assert verify_bundle(["not json"], LEDGER_KEY).first_bad.code == "bundle_malformed"  # type: ignore[union-attr]
 

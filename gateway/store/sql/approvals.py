@@ -8,8 +8,9 @@ from dataclasses import replace
 from gateway.clock import isoformat
 from gateway.domain.admission import CallFacts, refusal_for
 from gateway.domain.approval_selection import superseded_by_request
-from gateway.domain.approvals import role_satisfies
+from gateway.domain.approvals import may_decide, role_satisfies
 from gateway.domain.lifecycle import RunEvent
+from gateway.domain.watch import Alert
 from gateway.errors import Code, Conflict, Forbidden, InvalidRequest, NotFound
 from gateway.ids import new_id
 from gateway.store.records import (
@@ -91,7 +92,8 @@ class ApprovalOps(EndingOps):
             conn.execute(
                 "INSERT INTO approvals (approval_id, run_id, tenant, tool, payload_sha256, spec_version, "
                 "tool_def_sha256, status, role, on_expiry, valid_for, requested_by, evidence, rationale, created_at, "
-                "decide_by) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)",
+                "decide_by, blocks_run, approvers, escalate_at, destination) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     approval_id,
                     run.run_id,
@@ -108,6 +110,10 @@ class ApprovalOps(EndingOps):
                     request.rationale,
                     now,
                     now + request.decide_within,
+                    1 if request.blocks_run else 0,
+                    json.dumps(list(request.approvers)) if request.approvers is not None else None,
+                    now + request.escalate_after if request.escalate_after is not None else None,
+                    request.destination,
                 ),
             )
             self._event(
@@ -122,18 +128,25 @@ class ApprovalOps(EndingOps):
                 tool_def_sha256=request.tool_def_sha256,
                 requested_by=request.requested_by,
                 decide_by=isoformat(now + request.decide_within),
+                blocks_run=request.blocks_run,
             )
-            self._set_status(
-                conn,
-                run,
-                RunEvent.APPROVAL_PENDING,
-                now,
-                by="gateway",
-                reason=f"approval {approval_id} is pending",
-                approval_id=approval_id,
+            if request.blocks_run:
+                self._set_status(
+                    conn,
+                    run,
+                    RunEvent.APPROVAL_PENDING,
+                    now,
+                    by="gateway",
+                    reason=f"approval {approval_id} is pending",
+                    approval_id=approval_id,
+                )
+            created = approval_from_row(
+                conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
             )
-            created = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
-            return ApprovalPending(approval_from_row(created), created=True, replaced=replaced)
+            # The people who decide are told in this same transaction (docs/decisions/0029-approvals-reach.md).
+            alert = Alert(run.run_id, run.tenant, "approval_requested", approval_id, self._approval_reach(created))
+            self._raise_alert(conn, alert, now)
+            return ApprovalPending(created, created=True, replaced=replaced)
 
         return await self._refusing(tx, durable=True)
 
@@ -176,6 +189,8 @@ class ApprovalOps(EndingOps):
             check_reviewer(approval, principal, row["reviewer"])
             if not role_satisfies(approval.role, principal.roles):
                 raise Forbidden(f"this approval needs the {approval.role} role")
+            if not may_decide(approval.approvers, principal.name, principal.key_id):
+                raise Forbidden("this approval's rule names who may decide it, and not you", code=Code.NOT_AN_APPROVER)
             if now >= approval.decide_by:
                 self._expire_approvals_due(conn, run.run_id, now)
                 return Conflict("the approval was not decided in time and has expired", code=Code.APPROVAL_EXPIRED)

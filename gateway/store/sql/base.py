@@ -38,6 +38,7 @@ from gateway.store.records import (
     NO_ALERT_ROUTES,
     ActionRecord,
     AlertRoutes,
+    ApprovalRecord,
     ApprovalStatus,
     RunRecord,
 )
@@ -193,6 +194,21 @@ class SqlBase(abc.ABC):
         self._append(conn, alert.run_id, "alert", now, data, targets=targets, max_attempts=max_attempts)
         return alert_id
 
+    def _approval_reach(self, approval: ApprovalRecord) -> dict[str, Any]:
+        """What an approval's alerts say (approval_requested, approval_escalated): never its payload."""
+        base = self.alert_routes.console_url
+        return {
+            "approval_id": approval.approval_id,
+            "tool": approval.tool,
+            "destination": approval.destination,
+            "payload_sha256": approval.payload_sha256,
+            "decide_by": isoformat(approval.decide_by),
+            "role": approval.role,
+            "approvers": list(approval.approvers) if approval.approvers is not None else None,
+            "blocks_run": approval.blocks_run,
+            "link": f"{base}/console/approvals/{approval.approval_id}" if base else None,
+        }
+
     @contextlib.contextmanager
     def _holding(self, chain: Chain) -> Iterator[Chain]:
         """Route this run's entries to `chain` until the block ends; the block writes its head."""
@@ -324,8 +340,9 @@ class SqlBase(abc.ABC):
     def _settle_waiting(self, conn: Conn, run_id: str, now: float, by: str) -> None:
         """After approvals close: a waiting run with nothing left pending goes back to running."""
         pending = conn.execute(
-            # A milestone's review does not hold the run waiting.
-            "SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending' AND milestone_id IS NULL LIMIT 1",
+            # A milestone's review does not hold the run waiting, nor an approval that does not block it.
+            "SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending' AND milestone_id IS NULL "
+            "AND blocks_run = 1 LIMIT 1",
             (run_id,),
         ).fetchone()
         if pending is None and self._open_wait(conn, run_id) is None:  # a warrant_wait holds it waiting too

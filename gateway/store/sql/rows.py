@@ -268,6 +268,10 @@ def approval_from_row(row: Row) -> ApprovalRecord:
         decided_at=row["decided_at"],
         note=row["note"],
         action_id=row["action_id"],
+        blocks_run=bool(row["blocks_run"]),
+        approvers=tuple(json.loads(row["approvers"])) if row["approvers"] is not None else None,
+        escalate_at=row["escalate_at"],
+        destination=row["destination"],
     )
 
 

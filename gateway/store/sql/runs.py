@@ -68,7 +68,7 @@ class RunOps(LineageOps, EndingOps):
                     self._set_status(conn, run, event, now, by=principal.name, reason=reason, **data)
                     pending = conn.execute(
                         "SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending' "
-                        "AND milestone_id IS NULL LIMIT 1",
+                        "AND milestone_id IS NULL AND blocks_run = 1 LIMIT 1",
                         (run_id,),
                     ).fetchone()
                     if pending is not None:

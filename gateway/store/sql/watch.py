@@ -22,7 +22,7 @@ from gateway.ids import new_id
 from gateway.store.records import AlertDraft, AlertRecord, Delivery, RaisedAlert, Sweep, WatchState
 from gateway.store.sql.base import queue_deliveries
 from gateway.store.sql.connection import Conn, Row
-from gateway.store.sql.rows import run_from_row
+from gateway.store.sql.rows import approval_from_row, run_from_row
 from gateway.store.sql.waits import WaitOps
 
 log = logging.getLogger("warrant.watchdog")
@@ -117,13 +117,17 @@ class WatchOps(WaitOps):
             ).fetchall()
             pending: dict[str, list[PendingApproval]] = {}
             for a in conn.execute(
-                f"SELECT approval_id, run_id, tool, created_at, decide_by FROM approvals "
-                f"WHERE {_OPEN} AND status = 'pending'{only} ORDER BY seq",
+                f"SELECT * FROM approvals WHERE {_OPEN} AND status = 'pending'{only} ORDER BY seq",
                 only_args,
             ):
+                approval = approval_from_row(a)
+                reach = self._approval_reach(approval) if approval.escalate_at is not None else {}
                 pending.setdefault(a["run_id"], []).append(
-                    PendingApproval(a["approval_id"], a["tool"], a["created_at"], a["decide_by"])
-                )
+                    PendingApproval(
+                        approval.approval_id, approval.tool, approval.created_at, approval.decide_by,
+                        approval.escalate_at, reach,
+                    )
+                )  # fmt: skip
             blocked: dict[str, list[tuple[str, float, int | None]]] = {}
             for t in conn.execute(
                 "SELECT t.run_id, t.task_id, t.updated_at, t.blocked_expectation FROM tasks t JOIN runs r "
