@@ -5,33 +5,18 @@ once, signed, with a console link under `oauth.public_url` and never the payload
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
-from gateway.app import create_app
-from gateway.clock import ManualClock
-from gateway.config import load_settings
-from gateway.runtime.webhooks import SIGNATURE_HEADER, verify
 from tests.contracts import DROP, contract
-from tests.harness import eventually, uvicorn_serving
+from tests.harness import eventually
+from tests.integration.served_hooks import Served, serving_with_hooks, worker
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parents[2]
 SECRET = "whsec-approvals-reach"
 PUBLIC = "https://warrant.acme.example"
 KEYS = {"op": ("acme", "operator"), "ana": ("acme", "approver")}
@@ -42,69 +27,16 @@ CONTRACT: dict[str, Any] = contract(
 )
 
 
-@dataclass
-class Receiver:
-    clock: ManualClock
-    bodies: list[tuple[dict[str, Any], bool, bytes]] = field(default_factory=list)
-
-    async def receive(self, request: Request) -> Response:
-        raw = await request.body()
-        signed = verify(SECRET.encode(), raw, request.headers.get(SIGNATURE_HEADER, ""), self.clock.now())
-        body = json.loads(raw)
-        if body.get("kind") != "heartbeat":
-            self.bodies.append((body, signed, raw))
-        return Response(status_code=204)
-
-
-@dataclass
-class World:
-    url: str
-    receiver: Receiver
-
-    def client(self, key: str) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=self.url, headers={"Authorization": f"Bearer key-{key}"}, timeout=10)
-
-
 @pytest.fixture
-async def world(tmp_path: Path) -> AsyncIterator[World]:
-    clock = ManualClock()
-    receiver = Receiver(clock)
-    hooks = Starlette(routes=[Route("/hooks/people", receiver.receive, methods=["POST"])])
-    async with uvicorn_serving(hooks) as hooks_url:
-        keys = "\n".join(
-            f"  - {{name: {n}, tenant: {t}, roles: [{r}], key_env: KEY_{n.upper()}}}" for n, (t, r) in KEYS.items()
-        )
-        (tmp_path / "warrant.yaml").write_text(
-            f"database: sqlite:///{tmp_path}/w.db\napi_keys:\n{keys}\n"
-            f"adapters: [{ROOT}/adapters/notes.yaml]\npolicies: [{ROOT}/policies/default.yaml]\n"
-            f"oauth: {{public_url: '{PUBLIC}'}}\n"
-            "watchdog: {tick: 1s, heartbeat: 1h}\n"
-            "webhooks:\n"
-            f"  - {{name: people, url: '{hooks_url}/hooks/people', secret_env: HOOK_SECRET, "
-            "events: [approval_required]}\n"
-        )
-        env = {f"KEY_{n.upper()}": f"key-{n}" for n in KEYS} | {
-            "WARRANT_LEDGER_KEY": "test-ledger-key",
-            "HOOK_SECRET": SECRET,
-        }
-        app = create_app(load_settings(tmp_path / "warrant.yaml", env), clock=clock)
-        async with uvicorn_serving(app) as url:
-            yield World(url, receiver)
+async def world(tmp_path: Path) -> AsyncIterator[Served]:
+    extra = f"oauth: {{public_url: '{PUBLIC}'}}\n"
+    hooks = {"people": ["approval_required"]}
+    async with serving_with_hooks(tmp_path, keys=KEYS, hooks=hooks, secret=SECRET, extra=extra) as served:
+        yield served
 
 
-@asynccontextmanager
-async def worker(world: World, token: str) -> AsyncIterator[Client]:
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=10) as http:
-        async with Client(streamable_http_client(f"{world.url}/mcp", http_client=http), cache=None) as c:
-            yield c
-
-
-async def test_each_approval_reaches_the_webhook_once_with_its_link_and_without_the_payload(world: World) -> None:
-    async with world.client("op") as c:
-        r = await c.post("/api/runs", json=CONTRACT)
-        assert r.status_code == 201, r.text
-        run_id = r.json()["run_id"]
-        token = (await c.post(f"/api/runs/{run_id}/lease", json={"worker": "agent"})).json()["token"]
+async def test_each_approval_reaches_the_webhook_once_with_its_link_and_without_the_payload(world: Served) -> None:
+    run_id, token = await world.start(CONTRACT)
     asked = []
     async with worker(world, token) as mcp:
         for to in ("bo@partner.example", "cy@partner.example"):
@@ -116,7 +48,8 @@ async def test_each_approval_reaches_the_webhook_once_with_its_link_and_without_
     assert len(set(asked)) == 2  # the second proposal replaced the first: two approvals
 
     await eventually(lambda: len(world.receiver.bodies) == 2)
-    for (body, signed, raw), approval_id in zip(world.receiver.bodies, asked, strict=True):
+    for delivered, approval_id in zip(world.receiver.delivered("people"), asked, strict=True):
+        body, signed, raw = delivered.body, delivered.signed, delivered.raw
         assert signed and body["kind"] == "approval_requested" and body["run_id"] == run_id
         data = body["data"]
         assert (data["approval_id"], data["tool"], data["blocks_run"]) == (approval_id, "notes__send", True)
@@ -132,7 +65,7 @@ async def test_each_approval_reaches_the_webhook_once_with_its_link_and_without_
     assert shown["destination"] == body["data"]["destination"]
 
 
-async def test_a_contract_may_not_unblock_the_run_where_the_policy_blocks_it(world: World) -> None:
+async def test_a_contract_may_not_unblock_the_run_where_the_policy_blocks_it(world: Served) -> None:
     unblocking = contract(
         goal="Mail partners without waiting",
         lease_ttl=DROP,
