@@ -220,6 +220,8 @@ async def test_the_timeline_shows_the_agents_next_call_without_a_reload(page: Pa
     added = timeline.locator("li.event.live")
     await expect(added.filter(has_text="action_admitted")).to_contain_text("notes__append")
     await expect(added.filter(has_text="action_settled")).to_contain_text("succeeded")
+    admitted = added.filter(has_text="action_admitted").locator(".message")
+    await expect(admitted).to_contain_text("to notes__append admitted")  # the entry's fixed-template message
     assert await page.evaluate("window.loadedOnce === true")
     seqs = [int(s or 0) for s in await timeline.locator("li.event").evaluate_all("(l) => l.map(e => e.dataset.seq)")]
     assert seqs == list(range(1, len(seqs) + 1))  # in order, none twice

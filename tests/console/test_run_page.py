@@ -76,6 +76,8 @@ async def test_the_run_page_shows_the_ledger_apart_progress_and_cost(api: Api) -
     assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) >= 10
     assert f'data-after="{seqs[-1]}"' in timeline and 'src="/console/static/timeline.js"' in html
     assert "action_rejected" in timeline and "code: run_paused" in timeline and "milestone_verified" in timeline
+    # Each entry's message (docs/events.md's fixed template) beside its type.
+    assert '<span class="message">A call to ' in timeline and "was refused: run_paused</span>" in timeline
     checkpoint = section(html, "checkpoint")
     assert "<td>1" in checkpoint and "shop__find" in checkpoint and "shelf-bot" in checkpoint
     milestones = section(html, "milestones")

@@ -46,6 +46,8 @@
     item.appendChild(document.createTextNode(" "));
     item.appendChild(cell("span", "type", entry.type));
     item.appendChild(document.createTextNode(" "));
+    item.appendChild(cell("span", "message", entry.message || "")); // the type's fixed template
+    item.appendChild(document.createTextNode(" "));
     item.appendChild(cell("span", "summary", summary(entry.data)));
     list.appendChild(item);
     var empty = document.getElementById("no-events");
