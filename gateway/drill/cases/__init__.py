@@ -17,6 +17,7 @@ ORDER = (
     "duplicate",
     "results",
     "approval_restart",
+    "wait_restart",
     "completion",
     "task_claim",
     "hang",
