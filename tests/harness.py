@@ -438,9 +438,12 @@ class World:
         await self.store.close()
 
 
-async def open_world(backend: Backend, clock: ManualClock, *, outbox: Outbox | None = None) -> World:
-    """`outbox`: the webhooks the store queues ledger entries for (gateway/store/sql/outbox.py)."""
-    store = backend.store(clock, process_id="test-gateway", outbox=outbox)
+async def open_world(
+    backend: Backend, clock: ManualClock, *, outbox: Outbox | None = None, alert_routes: AlertRoutes = NO_ALERT_ROUTES
+) -> World:
+    """`outbox`: the webhooks the store queues ledger entries for (gateway/store/sql/outbox.py);
+    `alert_routes`: those it queues its own alerts for."""
+    store = backend.store(clock, process_id="test-gateway", outbox=outbox, alert_routes=alert_routes)
     await store.open()
     tools = Tools()
     return World(store=store, gate=Gate(store, tools.catalog(), clock), tools=tools, clock=clock, backend=backend)

@@ -26,7 +26,7 @@ def add_commands(sub: Any) -> None:
     report_sub = report.add_subparsers(dest="report_command", required=True)
     run = report_sub.add_parser("run", help="one run's pilot measures and cost by tag")
     run.add_argument("run_id")
-    run.set_defaults(func=reporting(_run))
+    run.set_defaults(func=reporting(run_report))
     lineage = report_sub.add_parser("lineage", help="every run of a lineage, summed")
     lineage.add_argument("lineage_id")
     lineage.set_defaults(func=reporting(_lineage))
@@ -50,7 +50,8 @@ def _show(args: argparse.Namespace, answer: Any, text: Any) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
+def run_report(args: argparse.Namespace) -> int:
+    """One run's pilot report (`warrant report run`, and `warrant runs report`)."""
     with cli_http.client(args) as http:
         return _show(args, cli_http.call(http, "GET", api_path("runs", args.run_id, "report")), report_text)
 

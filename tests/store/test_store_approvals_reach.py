@@ -13,11 +13,10 @@ import pytest
 from gateway.clock import ManualClock
 from gateway.domain import RunStatus
 from gateway.errors import Forbidden
-from gateway.gate import Gate
 from gateway.runtime.settings import WatchdogSettings
 from gateway.runtime.watchdog import Watchdog
 from gateway.store.records import AlertRoutes, ApprovalStatus, Principal
-from tests.harness import APPROVER, OPS, TENANT, TEXT, TOOLS, Backend, Tools, World, code_of
+from tests.harness import APPROVER, OPS, TENANT, TEXT, TOOLS, Backend, World, code_of, open_world
 from tests.store.downgrade import back_to
 
 pytestmark = pytest.mark.anyio
@@ -31,10 +30,7 @@ BO = Principal("bo", TENANT, frozenset({"approver"}), key_id="key_bo")
 @pytest.fixture
 async def routed(backend: Backend, clock: ManualClock) -> AsyncIterator[World]:
     """A world whose store queues the approvals' alerts to one webhook and links to a public URL."""
-    store = backend.store(clock, process_id="test-gateway", alert_routes=ROUTES)
-    await store.open()
-    tools = Tools()
-    world = World(store=store, gate=Gate(store, tools.catalog(), clock), tools=tools, clock=clock, backend=backend)
+    world = await open_world(backend, clock, alert_routes=ROUTES)
     try:
         yield world
     finally:

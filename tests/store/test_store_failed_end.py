@@ -15,11 +15,10 @@ from gateway.domain import ActionStatus, RunStatus
 from gateway.domain.checks import CheckResult
 from gateway.domain.tasks import TaskStatus, parse_plan
 from gateway.errors import NotFound, Refusal
-from gateway.gate import Gate
 from gateway.store.progress_records import MilestoneSubmission
 from gateway.store.records import AlertRoutes, ApprovalStatus, Refused, Settlement
 from gateway.store.task_records import TaskMoved
-from tests.harness import OPS, TENANT, Backend, Run, Tools, World, code_of
+from tests.harness import OPS, TENANT, Backend, Run, World, code_of, open_world
 from tests.store.downgrade import back_to
 
 pytestmark = pytest.mark.anyio
@@ -30,10 +29,7 @@ ROUTES = AlertRoutes((("ops-hook", None), ("budget-only", frozenset({"budget_80"
 @pytest.fixture
 async def routed(backend: Backend, clock: ManualClock) -> AsyncIterator[World]:
     """A world whose store queues its own alerts to two webhooks: one takes every kind, one budget_80 only."""
-    store = backend.store(clock, process_id="test-gateway", alert_routes=ROUTES)
-    await store.open()
-    tools = Tools()
-    world = World(store=store, gate=Gate(store, tools.catalog(), clock), tools=tools, clock=clock, backend=backend)
+    world = await open_world(backend, clock, alert_routes=ROUTES)
     try:
         yield world
     finally:
