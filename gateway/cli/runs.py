@@ -48,7 +48,7 @@ from urllib.parse import quote
 import httpx
 
 from gateway.cli import http as cli_http
-from gateway.cli.format import budget_lines, cell, plan_text, short_hash, short_time, table
+from gateway.cli.format import budget_lines, cell, plan_text, report_text, short_hash, short_time, table
 from gateway.cli.http import ApiFailed, add_url, reporting
 from gateway.domain.lifecycle import RunStatus
 from gateway.errors import Code, InvalidRequest
@@ -508,9 +508,13 @@ def _signal(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from gateway.cli.reports import run_report  # that module imports this one's helpers
-
-    return run_report(args)
+    with cli_http.client(args) as http:
+        report = cli_http.call(http, "GET", api_path("runs", args.run_id, "report"))
+    if args.json:
+        print_json(report)
+    else:
+        print(report_text(report))
+    return 0
 
 
 def _plan(args: argparse.Namespace) -> int:
