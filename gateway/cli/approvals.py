@@ -22,8 +22,7 @@ from typing import Any
 from gateway.canonical import payload_sha256
 from gateway.cli import http as cli_http
 from gateway.cli.format import cell, compact_json, payload_diff, pretty_json, short_hash, short_time, table
-from gateway.cli.http import ApiFailed, add_url, reporting
-from gateway.cli.runs import api_path, every_item, print_json
+from gateway.cli.http import ApiFailed, add_url, api_path, every_item, print_json, reporting
 from gateway.errors import Code
 
 

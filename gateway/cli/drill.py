@@ -76,7 +76,7 @@ def add_commands(sub: Any) -> None:
 def _history(args: argparse.Namespace) -> int:
     from gateway.cli import http as cli_http
     from gateway.cli.format import table
-    from gateway.cli.runs import print_json
+    from gateway.cli.http import print_json
 
     with cli_http.client(args) as http:
         page = cli_http.call(http, "GET", "/api/drills", params={"limit": str(args.limit)})

@@ -26,8 +26,7 @@ import httpx
 from gateway.backoff import backoff_delay
 from gateway.cli import http as cli_http
 from gateway.cli.format import event_line
-from gateway.cli.http import ApiFailed, add_url, reporting
-from gateway.cli.runs import api_path, each_item
+from gateway.cli.http import ApiFailed, add_url, api_path, each_item, reporting
 from gateway.errors import Code
 
 MAX_DROPS = 8  # reconnections in a row before giving up: pauses of 0.5 s doubling to 10 s, about 45 s in all

@@ -12,8 +12,9 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -76,3 +77,34 @@ def reporting(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
             return 1
 
     return command
+
+
+# -- helpers shared by the operator commands ---------------------------------------------------
+def api_path(*parts: str) -> str:
+    """`/api/...` with each caller-given part quoted: an id never changes which route is asked."""
+    return "/api/" + "/".join(quote(part, safe="") for part in parts)
+
+
+def each_item(http: httpx.Client, path: str, params: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
+    """Every item of a list, page after page, following its `next_cursor`."""
+    for page in each_page(http, path, params):
+        yield from page["items"]
+
+
+def each_page(http: httpx.Client, path: str, params: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
+    """Every page of a list, following its `next_cursor`."""
+    query = dict(params or {})
+    while True:
+        page: dict[str, Any] = call(http, "GET", path, params=query)
+        yield page
+        if not page.get("next_cursor"):
+            return
+        query["cursor"] = page["next_cursor"]
+
+
+def every_item(http: httpx.Client, path: str, params: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    return list(each_item(http, path, params))
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))

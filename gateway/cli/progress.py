@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.cli import http as cli_http
-from gateway.cli.http import reporting
-from gateway.cli.runs import api_path, print_json
+from gateway.cli.http import api_path, print_json, reporting
 
 
 def add_commands(sub: Any) -> None:

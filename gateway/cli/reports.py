@@ -16,8 +16,7 @@ from typing import Any
 
 from gateway.cli import http as cli_http
 from gateway.cli.format import report_text, sums_text
-from gateway.cli.http import add_url, reporting
-from gateway.cli.runs import api_path, print_json
+from gateway.cli.http import add_url, api_path, print_json, reporting
 from gateway.store.reports import MAX_REPORT_RUNS
 
 
@@ -51,7 +50,7 @@ def _show(args: argparse.Namespace, answer: Any, text: Any) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    """One run's pilot report (`warrant report run`, and `warrant runs report`)."""
+    """One run's pilot report: `warrant report run`, and `warrant runs report` (gateway/cli/runs.py) calls it."""
     with cli_http.client(args) as http:
         return _show(args, cli_http.call(http, "GET", api_path("runs", args.run_id, "report")), report_text)
 

@@ -40,16 +40,15 @@ import os
 import secrets
 import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 
 from gateway.cli import http as cli_http
-from gateway.cli.format import budget_lines, cell, plan_text, report_text, short_hash, short_time, table
-from gateway.cli.http import ApiFailed, add_url, reporting
+from gateway.cli.format import budget_lines, cell, plan_text, short_hash, short_time, table
+from gateway.cli.http import ApiFailed, add_url, api_path, each_page, every_item, print_json, reporting
+from gateway.cli.reports import run_report
 from gateway.domain.lifecycle import RunStatus
 from gateway.errors import Code, InvalidRequest
 
@@ -149,37 +148,6 @@ def add_commands(sub: Any) -> None:
     for command in [*commands, acquire, renew]:
         add_url(command)
         command.add_argument("--json", action="store_true", help="print the API's JSON answer")
-
-
-# -- helpers shared by the operator commands ---------------------------------------------------
-def api_path(*parts: str) -> str:
-    """`/api/...` with each caller-given part quoted: an id never changes which route is asked."""
-    return "/api/" + "/".join(quote(part, safe="") for part in parts)
-
-
-def each_item(http: httpx.Client, path: str, params: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
-    """Every item of a list, page after page, following its `next_cursor`."""
-    for page in each_page(http, path, params):
-        yield from page["items"]
-
-
-def each_page(http: httpx.Client, path: str, params: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
-    """Every page of a list, following its `next_cursor`."""
-    query = dict(params or {})
-    while True:
-        page: dict[str, Any] = cli_http.call(http, "GET", path, params=query)
-        yield page
-        if not page.get("next_cursor"):
-            return
-        query["cursor"] = page["next_cursor"]
-
-
-def every_item(http: httpx.Client, path: str, params: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    return list(each_item(http, path, params))
-
-
-def print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 # -- runs create -----------------------------------------------------------------------------
@@ -508,13 +476,7 @@ def _signal(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    with cli_http.client(args) as http:
-        report = cli_http.call(http, "GET", api_path("runs", args.run_id, "report"))
-    if args.json:
-        print_json(report)
-    else:
-        print(report_text(report))
-    return 0
+    return run_report(args)
 
 
 def _plan(args: argparse.Namespace) -> int:

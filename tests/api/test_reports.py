@@ -127,6 +127,8 @@ async def test_warrant_report_prints_a_run_a_lineage_and_runs_by_tag(
     monkeypatch.setenv("WARRANT_API_KEY", "key-aud")
     code, out, _ = await warrant(api, capsys, "report", "run", run["run_id"])
     assert code == 0 and out.startswith(f"{run['run_id']}  running")
+    # `warrant runs report` is the same command (gateway/cli/runs.py calls gateway/cli/reports.py).
+    assert await warrant(api, capsys, "runs", "report", run["run_id"]) == (0, out, "")
     code, out, _ = await warrant(api, capsys, "report", "lineage", run["lineage_id"])
     assert code == 0 and out.startswith("1 run\n")
     code, out, _ = await warrant(api, capsys, "report", "runs", "--tag", "team:a", "--status", "running")

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.cli.runs import every_item
+from gateway.cli.http import every_item
 
 # The server runs on a thread of this process and draws from `random` (ids, retry jitter) while
 # hypothesis draws examples: hypothesis would take that for a strategy using `random`.

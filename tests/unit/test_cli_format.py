@@ -21,8 +21,8 @@ from gateway.cli.format import (
     summarize,
     table,
 )
-from gateway.cli.http import ApiFailed
-from gateway.cli.runs import api_path, contract_problems, describe_run, read_contract
+from gateway.cli.http import ApiFailed, api_path
+from gateway.cli.runs import contract_problems, describe_run, read_contract
 
 CONTRACT_YAML = """\
 goal: Collect vendor notes
