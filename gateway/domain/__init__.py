@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         reestablishes,
         renewal_due,
         resumed_expiry,
+        wait_ended_expiry,
     )
     from gateway.domain.leases import TOKEN_PREFIX, held_token, looks_like_token, mint_token, new_salt, token_hash
     from gateway.domain.lifecycle import ActionStatus, ApprovalStatus, RunEvent, RunStatus, status_refusal, transition
@@ -266,4 +267,5 @@ __all__ = [
     "token_hash",
     "transition",
     "valid_client_operation_id",
+    "wait_ended_expiry",
 ]

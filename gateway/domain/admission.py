@@ -36,6 +36,10 @@ class RunSnapshot:
     acked_spec_version: str | None = None
     # When the API key that granted the current lease was revoked; None: the lease stands.
     lease_revoked_at: float | None = None
+    # Whether a warrant_wait is open (the lease table's `wait` row). The store leaves it False for a
+    # request of the token, which the `wait` and `waiting` rows answer alike; the watchdog, whose
+    # answer differs, reads the open waits itself (RunWatch.wait_open, store/sql/watch.py).
+    wait_open: bool = False
 
     def active_seconds(self, now: float) -> float:
         running = max(0.0, now - self.active_since) if self.active_since is not None else 0.0

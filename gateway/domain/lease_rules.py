@@ -14,9 +14,12 @@ of the current epoch is never stranded by time spent thinking or waiting on peop
   `lease_reestablished` with how long the lease had lapsed.
 - `held`: another worker's acquire needs `takeover` (else `lease_held`). Where it does not, the
   acquire bumps the epoch and the old token is `lease_superseded` from then on, in every mode.
-- `missed`: the watchdog alerts `lease_missed` (the holder is silent past its TTL).
+- `missed`: the watchdog alerts `lease_missed` (the holder is silent past its TTL). Not while the
+  run is in a warrant_wait: the agent said it would be silent until a signal or `until`, so its
+  silence is expected, as a paused run's is (the `wait` row).
 - When a waiting or paused run goes back to running, its lease's time starts again
-  (`resumed_expiry`): the time spent waiting on people is not held against the worker.
+  (`resumed_expiry`): the time spent waiting on people is not held against the worker. So does a
+  warrant_wait's end that leaves the run waiting on an approval (`wait_ended_expiry`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class LeaseState(StrEnum):
     SUPERSEDED = "superseded"
     REVOKED = "revoked"
     LIVE = "live"
+    WAIT = "wait"
     WAITING = "waiting"
     PAUSED = "paused"
     LAPSED = "lapsed"
@@ -67,6 +71,10 @@ def _revoked(run: RunSnapshot, epoch: int, now: float) -> bool:
 
 def _unexpired(run: RunSnapshot, epoch: int, now: float) -> bool:
     return run.lease_expires_at is not None and now < run.lease_expires_at
+
+
+def _in_wait(run: RunSnapshot, epoch: int, now: float) -> bool:
+    return run.status is RunStatus.WAITING and run.wait_open
 
 
 def _waiting(run: RunSnapshot, epoch: int, now: float) -> bool:
@@ -117,7 +125,11 @@ LEASE_RULES: tuple[LeaseRule, ...] = (
         refusal=None, write=LeaseWrite.RENEW, held=True, missed=False, dead=False,
     ),
     LeaseRule(
-        LeaseState.WAITING, "the lease's time passed while the run waits (an approval, warrant_wait)", _waiting,
+        LeaseState.WAIT, "the lease's time passed while the run is in a warrant_wait", _in_wait,
+        refusal=None, write=LeaseWrite.RENEW, held=True, missed=False, dead=False,
+    ),
+    LeaseRule(
+        LeaseState.WAITING, "the lease's time passed while the run waits on an approval", _waiting,
         refusal=None, write=LeaseWrite.RENEW, held=True, missed=True, dead=False,
     ),
     LeaseRule(
@@ -185,4 +197,13 @@ def resumed_expiry(
     leaving = before in (RunStatus.WAITING, RunStatus.PAUSED) and after is RunStatus.RUNNING
     if not leaving or expires_at is None:
         return expires_at
+    return max(expires_at, now + ttl)
+
+
+def wait_ended_expiry(expires_at: float | None, ttl: float, now: float) -> float | None:
+    """The lease's time when a warrant_wait ends and an approval still holds the run waiting: it
+    starts again (never earlier than it was), as on going back to running. The worker was silent
+    by its own declaration until now; from now on the approval's row (`waiting`) watches it."""
+    if expires_at is None:
+        return None
     return max(expires_at, now + ttl)

@@ -4,7 +4,8 @@ Each alert names its condition *episode*: the same condition seen on every tick 
 raised once (the store keeps a row per (run, kind, episode)); a new episode is a new alert.
 
     kind               when                                              episode
-    lease_missed       running or waiting, the lease expired unrenewed    epoch and the missed expiry
+    lease_missed       running, or waiting on an approval (not in a      epoch and the missed expiry
+                       warrant_wait), the lease expired unrenewed
     stalled            running, no progress within progress_expectation   the progress time
     budget_80          a dimension at 80% of its limit (reserved counts)  dimension and limit
     budget_exhausted   nothing left of a dimension                        dimension and limit
@@ -88,6 +89,7 @@ class RunWatch:
     remaining: dict[str, int]  # as the gate sees it at `now`: spent and reserved both count
     approvals: tuple[PendingApproval, ...] = ()
     blocked: tuple[BlockedTask, ...] = ()  # its blocked tasks that have an expectation
+    wait_open: bool = False  # a warrant_wait is open: its worker is silent by its own word (docs/leases.md)
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,8 @@ def run_alerts(run: RunWatch, now: float, policy: WatchPolicy = WatchPolicy()) -
     def alert(kind: str, episode: str, **data: Any) -> None:
         alerts.append(Alert(run.run_id, run.tenant, kind, episode, data))
 
-    live = run.status in (RunStatus.RUNNING, RunStatus.WAITING)
+    # A paused run's worker, and one in a warrant_wait it declared, are expected to be silent.
+    live = run.status is RunStatus.RUNNING or (run.status is RunStatus.WAITING and not run.wait_open)
     if live and run.lease_expires_at is not None and now >= run.lease_expires_at:
         alert(
             "lease_missed",

@@ -16,7 +16,7 @@ from gateway.runtime.settings import WatchdogSettings
 from gateway.runtime.watchdog import Watchdog
 from gateway.store.records import Refused
 from gateway.store.wait_records import WaitRecord
-from tests.harness import OPS, TENANT, Run, World
+from tests.harness import OPS, TENANT, TEXT, TOOLS, Run, World, code_of
 from tests.store.downgrade import back_to
 
 pytestmark = pytest.mark.anyio
@@ -189,3 +189,136 @@ async def test_a_store_of_the_version_before_0027_migrates_and_its_running_run_m
     assert (await world.run(run.run_id)).status is RunStatus.RUNNING
     await waiting(world, run)
     assert (await signal(world, run, "quote.received", "k1")).status is RunStatus.RUNNING
+
+
+# -- the lease while a run waits (docs/leases.md, the `wait` row) -------------------------------
+@pytest.fixture
+def slow_approval(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """t__approve's approval is decided within 2 hours (the harness's 2 minutes would expire it)."""
+    approval = {"decide_within": "2h", "valid_for": "1h"}
+    monkeypatch.setitem(TOOLS, "approve", (TEXT, {"effect": "write", "approval": approval}))
+    world.regate()
+
+
+async def raised(world: World) -> list[str]:
+    """The kinds the watchdog raises on a tick now."""
+    return [r.alert.kind for r in (await Watchdog(world.store, world.clock, SETTINGS).tick()).raised]
+
+
+async def missed(world: World, run: Run) -> list[str]:
+    alerts = await world.store.list_alerts(TENANT, run_id=run.run_id)
+    return [a.kind for a in alerts if a.kind == "lease_missed"]
+
+
+@pytest.mark.parametrize("ended_by", ["signal", "timeout"])
+async def test_a_wait_longer_than_the_lease_raises_no_lease_missed_and_the_worker_carries_on(
+    world: World, ended_by: str
+) -> None:
+    run = await world.new_run(lease_ttl="60s")
+    assert code_of(await world.call(run.token, "t__read", {})) is None
+    await waiting(world, run, until="30m")
+    for _ in range(5):  # 25 minutes of silence, 25 times the lease's TTL
+        world.clock.advance(300)
+        assert "lease_missed" not in await raised(world)
+    if ended_by == "signal":
+        assert (await signal(world, run, "quote.received", "k1", {"price": 12})).status is RunStatus.RUNNING
+    else:
+        world.clock.advance(300)
+        await raised(world)  # the tick that applies on_timeout: resume
+    record = await world.run(run.run_id)
+    assert record.status is RunStatus.RUNNING
+    assert record.lease_expires_at == world.clock.now() + 60  # its time starts again at the wait's end
+    assert "lease_missed" not in await raised(world)
+    assert code_of(await world.call(run.token, "t__write", {"text": "after the wait"})) is None
+    assert world.tools.effects[-1] == ("write", {"text": "after the wait"})
+    assert await missed(world, run) == []
+    # Silent while running again, it is missed as any worker: the wait did not switch the watch off.
+    world.clock.advance(61)
+    assert await raised(world) == ["lease_missed"]
+
+
+@pytest.mark.usefixtures("slow_approval")
+async def test_an_approval_wait_longer_than_the_lease_lets_the_same_worker_carry_on(world: World) -> None:
+    run = await world.new_run(lease_ttl="60s")
+    asked = await world.call(run.token, "t__approve", {"text": "big"})
+    assert code_of(asked) == "approval_required"
+    world.clock.advance(600)
+    # Waiting on a person, with no word of how long: a silent worker is still reported (the
+    # `waiting` row, as before this change; tests/unit/test_demo_windows.py sizes lease_ttl for it).
+    assert await raised(world) == ["lease_missed"]
+    await world.decide(asked)
+    record = await world.run(run.run_id)
+    assert (record.status, record.lease_expires_at) == (RunStatus.RUNNING, world.clock.now() + 60)
+    assert code_of(await world.call(run.token, "t__approve", {"text": "big"})) is None
+    assert world.tools.effects == [("approve", {"text": "big"})]
+
+
+# -- a wait and an approval at once ---------------------------------------------------------------
+async def proposed(world: World, run: Run) -> str:
+    """The agent, waiting, asks for approval of a write (warrant_propose); the approval's id."""
+    answer = await world.gate.propose(run.token, "t__approve", {"text": "big"})
+    assert answer.structured is not None and "approval" in answer.structured, answer.structured
+    assert answer.structured["approval"]["status"] == "pending"
+    return str(answer.structured["approval"]["approval_id"])
+
+
+@pytest.mark.usefixtures("slow_approval")
+async def test_a_signal_ends_the_wait_the_approval_holds_the_run_then_its_decision_runs_it(world: World) -> None:
+    run = await world.new_run(lease_ttl="60s")
+    wait = await waiting(world, run, until="1h")
+    approval_id = await proposed(world, run)
+    world.clock.advance(1200)  # silent past its lease, in its wait
+    assert "lease_missed" not in await raised(world)
+
+    answer = await signal(world, run, "quote.received", "k1", {"price": 12})
+
+    assert (answer.status, answer.signal.wait_id) == (RunStatus.WAITING, wait.wait_id)  # the approval holds it
+    assert await world.store.open_wait(run.run_id) is None
+    record = await world.run(run.run_id)
+    assert record.lease_expires_at == world.clock.now() + 60  # the wait's end starts the lease's time again
+    assert "lease_missed" not in await raised(world)
+    assert code_of(await world.call(run.token, "t__write", {"text": "other"})) == "run_waiting"
+
+    await world.decide(approval_id)
+
+    assert (await world.run(run.run_id)).status is RunStatus.RUNNING
+    assert code_of(await world.call(run.token, "t__approve", {"text": "big"})) is None
+    assert world.tools.effects == [("approve", {"text": "big"})]
+    assert await missed(world, run) == []
+    types = await world.event_types(run.run_id)
+    assert types.index("wait_ended") < types.index("approval_approved") < types.index("run_running")
+    assert types.count("run_running") == 1  # woken once, by the decision
+
+
+@pytest.mark.usefixtures("slow_approval")
+async def test_the_approval_decided_first_the_wait_holds_the_run_then_the_signal_runs_it(world: World) -> None:
+    run = await world.new_run(lease_ttl="60s")
+    wait = await waiting(world, run, until="1h")
+    approval_id = await proposed(world, run)
+    world.clock.advance(1200)
+
+    await world.decide(approval_id)
+
+    assert (await world.run(run.run_id)).status is RunStatus.WAITING  # the wait holds it
+    assert (await world.store.open_wait(run.run_id)) == wait
+    assert "lease_missed" not in await raised(world)
+    answer = await signal(world, run, "quote.received", "k1")
+    assert answer.status is RunStatus.RUNNING
+    assert code_of(await world.call(run.token, "t__approve", {"text": "big"})) is None
+    assert world.tools.effects == [("approve", {"text": "big"})]
+    assert await missed(world, run) == []
+
+
+async def test_an_approval_that_does_not_block_the_run_does_not_hold_it_after_the_signal(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(TOOLS, "approve", (TEXT, {"effect": "write", "approval": {"blocks_run": False}}))
+    world.regate()
+    run = await world.new_run()
+    await waiting(world, run, until="1h")
+    await proposed(world, run)
+
+    answer = await signal(world, run, "quote.received", "k1")
+
+    assert answer.status is RunStatus.RUNNING  # as `_settle_waiting` counts it: it never held the run
+    assert code_of(await world.call(run.token, "t__write", {"text": "other"})) is None

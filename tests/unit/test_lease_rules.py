@@ -25,6 +25,7 @@ from gateway.domain import (
     reestablishes,
     renewal_due,
     resumed_expiry,
+    wait_ended_expiry,
 )
 from gateway.domain.admission import DEAD_CODES
 from gateway.domain.lease_rules import LEASE_RULES, RULES
@@ -63,6 +64,7 @@ def test_each_row_is_reached_by_its_condition_and_the_first_that_holds_decides()
     assert _state(_run()) is LeaseState.LIVE
     assert _state(_run(lease_expires_at=past)) is LeaseState.LAPSED
     assert _state(_run(lease_expires_at=past, status=RunStatus.WAITING)) is LeaseState.WAITING
+    assert _state(_run(lease_expires_at=past, status=RunStatus.WAITING, wait_open=True)) is LeaseState.WAIT
     assert _state(_run(lease_expires_at=past, status=RunStatus.PAUSED)) is LeaseState.PAUSED
     assert _state(_run(status=RunStatus.WAITING)) is LeaseState.LIVE  # unexpired: live, whatever the status
     assert _state(_run(lease_revoked_at=past)) is LeaseState.REVOKED
@@ -72,7 +74,7 @@ def test_each_row_is_reached_by_its_condition_and_the_first_that_holds_decides()
     # The fencing rows come before every row about time: nothing about time revives a dead token.
     assert _state(_run(lease_expires_at=past, lease_revoked_at=past), epoch=2) is LeaseState.SUPERSEDED
     assert [rule.state for rule in LEASE_RULES] == list(LeaseState)
-    assert [rule.dead for rule in LEASE_RULES] == [True, True, True, False, False, False, False]
+    assert [rule.dead for rule in LEASE_RULES] == [True, True, True, False, False, False, False, False]
 
 
 GRID = list(
@@ -87,10 +89,14 @@ GRID = list(
 
 
 @pytest.mark.parametrize(("status", "epoch", "revoked", "expires", "deadline"), GRID)
+@pytest.mark.parametrize("wait_open", [False, True])  # the `wait` row answers a request as `waiting` does
 def test_the_admission_decision_follows_the_table(
-    status: RunStatus, epoch: int, revoked: float | None, expires: float | None, deadline: float
+    status: RunStatus, epoch: int, revoked: float | None, expires: float | None, deadline: float, wait_open: bool
 ) -> None:
-    run = _run(status=status, epoch=epoch, lease_revoked_at=revoked, lease_expires_at=expires, deadline=deadline)
+    run = _run(
+        status=status, epoch=epoch, lease_revoked_at=revoked, lease_expires_at=expires, deadline=deadline,
+        wait_open=wait_open,
+    )  # fmt: skip
     rule = lease_rule(run, 3, NOW)
     refusal = lease_refusal(run, 3, NOW)
     if rule.dead:
@@ -121,8 +127,11 @@ def test_time_alone_never_takes_the_current_holder_to_a_dead_row(status: RunStat
 
 @pytest.mark.parametrize("status", [RunStatus.RUNNING, RunStatus.WAITING, RunStatus.PAUSED])
 @pytest.mark.parametrize("expires", [NOW - 1, NOW + 1])
-def test_the_watchdog_alerts_lease_missed_where_the_table_says(status: RunStatus, expires: float) -> None:
-    run = _run(status=status, lease_expires_at=expires)
+@pytest.mark.parametrize("wait_open", [False, True])
+def test_the_watchdog_alerts_lease_missed_where_the_table_says(
+    status: RunStatus, expires: float, wait_open: bool
+) -> None:
+    run = _run(status=status, lease_expires_at=expires, wait_open=wait_open)
     watch = RunWatch(
         run_id=run.run_id,
         tenant=run.tenant,
@@ -135,6 +144,7 @@ def test_the_watchdog_alerts_lease_missed_where_the_table_says(status: RunStatus
         progress_expectation=None,
         limits=run.limits,
         remaining=run.remaining(NOW),
+        wait_open=wait_open,
     )
     missed = "lease_missed" in {alert.kind for alert in run_alerts(watch, NOW)}
     assert missed is lease_rule(run, run.epoch, NOW).missed
@@ -170,6 +180,14 @@ def test_leaving_waiting_or_paused_for_running_starts_the_lease_time_again() -> 
     assert resumed_expiry(RunStatus.RUNNING, RunStatus.WAITING, NOW - 500, TTL, NOW) == NOW - 500
     assert resumed_expiry(RunStatus.WAITING, RunStatus.CANCELLED, NOW - 500, TTL, NOW) == NOW - 500
     assert resumed_expiry(RunStatus.PAUSED, RunStatus.RUNNING, None, TTL, NOW) is None
+
+
+def test_a_wait_that_ends_on_an_approval_starts_the_lease_time_again() -> None:
+    assert wait_ended_expiry(NOW - 500, TTL, NOW) == NOW + TTL
+    assert wait_ended_expiry(NOW + 1000, TTL, NOW) == NOW + 1000  # never earlier
+    assert wait_ended_expiry(None, TTL, NOW) is None
+    # Silent in its wait, the worker is not missed; the approval's row watches it once the wait ends.
+    assert not RULES[LeaseState.WAIT].missed and RULES[LeaseState.WAITING].missed
 
 
 def _documented_rows() -> list[list[str]]:

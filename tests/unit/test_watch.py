@@ -52,6 +52,10 @@ def test_a_lease_that_expired_unrenewed_is_a_missed_heartbeat_while_live(
 ) -> None:
     assert kinds(replace(RUN, status=status, lease_expires_at=NOW)) == expected
     assert kinds(replace(RUN, status=status, lease_expires_at=None)) == []  # never leased: no worker yet
+    # In a warrant_wait the worker is silent by its own word: never a missed heartbeat.
+    assert kinds(replace(RUN, status=status, lease_expires_at=NOW, wait_open=True)) == (
+        [] if status is RunStatus.WAITING else expected
+    )
 
 
 def test_open_alerts_are_every_runs_alerts_then_every_unknown_actions() -> None:

@@ -9,7 +9,7 @@ from gateway.clock import isoformat
 from gateway.domain.admission import CallFacts, refusal_for
 from gateway.domain.approval_selection import superseded_by_request
 from gateway.domain.approvals import may_decide, role_satisfies
-from gateway.domain.lifecycle import RunEvent
+from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.domain.watch import Alert
 from gateway.errors import Code, Conflict, Forbidden, InvalidRequest, NotFound
 from gateway.ids import new_id
@@ -69,7 +69,15 @@ class ApprovalOps(EndingOps):
                 row["approval_id"] if row is not None else None,
             )
             # A replacement is no second write while the run waits: it takes the pending one's place.
-            refusal = refusal_for(run.snapshot(), replace(facts, approved=True) if replaced else facts, now)
+            # Nor is asking while the run is in its own warrant_wait with no approval holding it: the
+            # request executes nothing, and the agent may prepare what it will do after the wait.
+            in_wait = (
+                run.status is RunStatus.WAITING
+                and self._open_wait(conn, run.run_id) is not None
+                and not self._approval_holds(conn, run.run_id)
+            )
+            asking = replace(facts, approved=True) if replaced or in_wait else facts
+            refusal = refusal_for(run.snapshot(), asking, now)
             if refusal is not None:
                 action_id = self._reject(
                     conn,

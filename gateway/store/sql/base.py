@@ -339,16 +339,23 @@ class SqlBase(abc.ABC):
 
     def _settle_waiting(self, conn: Conn, run_id: str, now: float, by: str) -> None:
         """After approvals close: a waiting run with nothing left pending goes back to running."""
-        pending = conn.execute(
-            # A milestone's review does not hold the run waiting, nor an approval that does not block it.
-            "SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending' AND milestone_id IS NULL "
-            "AND blocks_run = 1 LIMIT 1",
-            (run_id,),
-        ).fetchone()
-        if pending is None and self._open_wait(conn, run_id) is None:  # a warrant_wait holds it waiting too
+        if not self._approval_holds(conn, run_id) and self._open_wait(conn, run_id) is None:  # a warrant_wait too
             run = run_from_row(self._run_row(conn, run_id))
             if not run.status.terminal:
                 self._set_status(conn, run, RunEvent.APPROVALS_SETTLED, now, by=by, reason="no approval pending")
+
+    @staticmethod
+    def _approval_holds(conn: Conn, run_id: str) -> bool:
+        """Whether a pending approval holds the run waiting: a milestone's review does not, nor an
+        approval that does not block the run (`blocks_run: false`)."""
+        return (
+            conn.execute(
+                "SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending' AND milestone_id IS NULL "
+                "AND blocks_run = 1 LIMIT 1",
+                (run_id,),
+            ).fetchone()
+            is not None
+        )
 
     @staticmethod
     def _open_wait(conn: Conn, run_id: str) -> Row | None:

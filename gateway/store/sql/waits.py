@@ -18,6 +18,7 @@ from typing import Any
 
 from gateway.canonical import canonical_json, sha256_hex
 from gateway.domain import lifecycle
+from gateway.domain.lease_rules import wait_ended_expiry
 from gateway.domain.lifecycle import RunEvent, RunStatus
 from gateway.domain.waits import SIGNALS_SHOWN, OnTimeout, WaitCause, WaitSpec
 from gateway.errors import Code, Conflict, Refusal
@@ -170,14 +171,20 @@ class WaitOps(EndingOps):
 
     # -- inside other transactions -----------------------------------------------------------
     def _resume_from_wait(self, conn: Conn, run_id: str, now: float, *, by: str, reason: str) -> None:
-        """The wait is over: back to running, unless an approval asked for meanwhile holds it waiting."""
-        pending = conn.execute(
-            "SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending' AND milestone_id IS NULL LIMIT 1",
-            (run_id,),
-        ).fetchone()
+        """The wait is over: back to running, unless an approval asked for meanwhile holds it waiting
+        (one that blocks the run, as `_settle_waiting` counts them); then the lease's time starts
+        again (`wait_ended_expiry`): the worker was silent by its own word until now."""
         run = run_from_row(self._run_row(conn, run_id))
-        if pending is None and run.status is RunStatus.WAITING:
+        if run.status is not RunStatus.WAITING:
+            return
+        if not self._approval_holds(conn, run_id):
             self._set_status(conn, run, RunEvent.WAIT_ENDED, now, by=by, reason=reason)
+            return
+        expires = wait_ended_expiry(run.lease_expires_at, run.lease_ttl, now)
+        if expires != run.lease_expires_at:
+            conn.execute(
+                "UPDATE runs SET lease_expires_at = ?, updated_at = ? WHERE run_id = ?", (expires, now, run_id)
+            )
 
     def _time_out_wait(self, conn: Conn, run_id: str, now: float) -> bool:
         """Apply the open wait's `on_timeout` once its `until` has passed (the watchdog's sweep);

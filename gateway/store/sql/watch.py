@@ -136,12 +136,23 @@ class WatchOps(WaitOps):
                 only_args,
             ):
                 blocked.setdefault(t["run_id"], []).append((t["task_id"], t["updated_at"], t["blocked_expectation"]))
+            waiting = {
+                w["run_id"]
+                for w in conn.execute(
+                    "SELECT w.run_id FROM waits w JOIN runs r ON r.run_id = w.run_id WHERE w.ended_at IS NULL "
+                    f"AND r.status = 'waiting'{' AND r.tenant = ?' if tenant is not None else ''}",
+                    only_args,
+                )
+            }  # the runs in a warrant_wait: their silent worker is expected (docs/leases.md)
             runs = []
             for row in rows:
                 try:
                     runs.append(
-                        self._watch(row, now, tuple(pending.get(row["run_id"], ())), blocked.get(row["run_id"], []))
-                    )
+                        self._watch(
+                            row, now, tuple(pending.get(row["run_id"], ())), blocked.get(row["run_id"], []),
+                            wait_open=row["run_id"] in waiting,
+                        )
+                    )  # fmt: skip
                 except DamagedRecord as exc:  # one damaged row must not blind the watchdog to the rest
                     log.error("the watchdog passed over run %s: %s", row["run_id"], exc.message)
             unknown = [
@@ -158,7 +169,12 @@ class WatchOps(WaitOps):
 
     @staticmethod
     def _watch(
-        row: Row, now: float, approvals: tuple[PendingApproval, ...], blocked: list[tuple[str, float, int | None]]
+        row: Row,
+        now: float,
+        approvals: tuple[PendingApproval, ...],
+        blocked: list[tuple[str, float, int | None]],
+        *,
+        wait_open: bool = False,
     ) -> RunWatch:
         run = run_from_row(row)
         expectation = run.contract.get("progress_expectation")  # JSON read in Python: the same on both back ends
@@ -183,6 +199,7 @@ class WatchOps(WaitOps):
             remaining=run.snapshot().remaining(now),
             approvals=approvals,
             blocked=tuple(waits),
+            wait_open=wait_open,
         )
 
     async def raise_alerts(self, alerts: Sequence[AlertDraft], *, max_attempts: int) -> list[RaisedAlert]:
