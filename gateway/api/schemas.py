@@ -401,6 +401,9 @@ class SignalView(_View):
     at: Timestamp
     by: str = Field(description="the API key that sent it")
     payload_sha256: Sha256
+    payload_purged: bool = Field(
+        description="the retention purge took the payload (a signal of an ended run, docs/retention.md); the hash stays"
+    )
     woke_wait_id: str | None = Field(description="the wait it ended, when one named it in wake_on")
     status: str = Field(description="the run's status after the signal")
     replayed: bool = Field(description="this idempotency_key was sent before: its first result, nothing woken again")
@@ -832,5 +835,6 @@ class PurgeDone(BaseModel):
     actions: int = Field(ge=0, description="settled actions whose bodies this request purged")
     purged: int = Field(ge=0, description="bodies deleted")
     kept: int = Field(ge=0, description="bodies still named by a record outside the purge, kept for it")
+    signals: int = Field(ge=0, description="signals of ended runs whose payloads this request purged (rows kept)")
     runs: list[str] = Field(description="the runs whose history records the purge")
     more: bool = Field(description="more actions match: send the request again")

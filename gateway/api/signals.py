@@ -41,6 +41,7 @@ async def signal_run(request: Request, principal: Principal, gateway: Gateway) -
         "at": isoformat(signal.received_at),
         "by": signal.principal,
         "payload_sha256": signal.payload_sha256,
+        "payload_purged": signal.payload_purged_at is not None,
         "woke_wait_id": signal.wait_id,
         "status": answer.status.value,
         "replayed": answer.replayed,

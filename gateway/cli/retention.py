@@ -42,12 +42,12 @@ def _purge(args: argparse.Namespace) -> int:
         )
         if value is not None
     }
-    total: dict[str, Any] = {"actions": 0, "purged": 0, "kept": 0, "runs": []}
+    total: dict[str, Any] = {"actions": 0, "purged": 0, "kept": 0, "signals": 0, "runs": []}
     with cli_http.client(args) as http:
         for _ in range(MAX_REQUESTS):
             done = cli_http.call(http, "POST", "/api/ledger/purge", body)
-            for key in ("actions", "purged", "kept"):
-                total[key] += done[key]
+            for key in ("actions", "purged", "kept", "signals"):
+                total[key] += done.get(key, 0)  # `signals`: a gateway from before version 33 says none
             total["runs"] += [run for run in done["runs"] if run not in total["runs"]]
             if not done["more"]:
                 break
@@ -56,6 +56,7 @@ def _purge(args: argparse.Namespace) -> int:
     else:
         print(
             f"purged {total['purged']} bodies of {total['actions']} settled actions "
-            f"({total['kept']} kept: other records still name them); recorded in {len(total['runs'])} run(s)"
+            f"({total['kept']} kept: other records still name them), and the payloads of {total['signals']} "
+            f"signals of ended runs; recorded in {len(total['runs'])} run(s)"
         )
     return 0

@@ -49,12 +49,15 @@ class SignalRecord:
     principal: str
     received_at: float
     wait_id: str | None = None  # the wait it woke
+    payload_purged_at: float | None = None  # the retention purge took its payload (docs/retention.md)
 
     def view(self) -> dict[str, Any]:
         return {
             "signal_id": self.signal_id,
             "name": self.name,
             "payload": self.payload,
+            "payload_purged": self.payload_purged_at is not None,  # then payload is null; the hash stays
+            "payload_sha256": self.payload_sha256,
             "at": isoformat(self.received_at),
             "woke_wait_id": self.wait_id,
         }

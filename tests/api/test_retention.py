@@ -109,7 +109,9 @@ async def test_a_purge_on_request_is_admin_only_scoped_recorded_and_the_ledger_s
 
     done = await purge(api, {"run_id": run["run_id"], "reason": "customer asked"})
     assert done.status_code == 200, done.text
-    assert done.json() == {"actions": 1, "purged": 2, "kept": 0, "runs": [run["run_id"]], "more": False}
+    assert done.json() == {
+        "actions": 1, "purged": 2, "kept": 0, "signals": 0, "runs": [run["run_id"]], "more": False
+    }  # fmt: skip
     events = (await get(api, f"/api/runs/{run['run_id']}/events"))["items"]
     assert (events[-1]["type"], events[-1]["data"]["by"], events[-1]["data"]["reason"]) == (
         "bodies_purged",

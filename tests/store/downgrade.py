@@ -45,6 +45,7 @@ UNDO: dict[int, Any] = {
         (f"ALTER TABLE approvals DROP COLUMN {c}", ())
         for c in ("blocks_run", "approvers", "escalate_at", "destination")
     ],
+    33: lambda _: [("ALTER TABLE signals DROP COLUMN payload_purged_at", ())],  # signal payloads purged
 }
 
 

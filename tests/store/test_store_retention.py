@@ -8,7 +8,10 @@ import pytest
 from gateway.domain import ActionStatus, PurgeScope
 from gateway.errors import NotFound
 from gateway.gate import META_ACTION_ID, META_RECEIPT, META_REPLAYED, META_RESULT_PURGED
-from tests.harness import TENANT, World, code_of, op, text_of
+from gateway.runtime.retention import Purger
+from gateway.runtime.settings import RetentionSettings
+from gateway.store.wait_records import SignalRecord
+from tests.harness import OPS, TENANT, World, code_of, op, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -176,3 +179,70 @@ async def test_a_replay_whose_result_was_purged_says_so_and_carries_the_receipt(
     assert replay.meta[META_RECEIPT] == (await world.action(first)).receipt
     assert text_of(replay).startswith(f"not executed again: identical to action {first.meta[META_ACTION_ID]}")
     assert len(world.tools.effects) == 1
+
+
+# -- signal payloads (docs/retention.md) ----------------------------------------------------------
+async def signalled(world: World, payload: object, *, key: str = "k1") -> tuple[str, str]:
+    """A run that received a signal with `payload`: (run id, signal id)."""
+    run = await world.new_run()
+    answer = await world.store.signal_run(OPS, run.run_id, name="quote.received", payload=payload, idempotency_key=key)
+    return run.run_id, answer.signal.signal_id
+
+
+async def the_signal(world: World, run_id: str) -> SignalRecord:
+    [signal] = await world.store.list_signals(run_id)
+    return signal
+
+
+async def test_the_scheduled_purge_takes_the_signal_payloads_of_runs_ended_past_the_period(world: World) -> None:
+    ended, _ = await signalled(world, {"price": "12.50", "vendor": "Acme"})
+    await world.store.cancel(OPS, ended, "done", hard=False)
+    live, _ = await signalled(world, {"price": "9.00"})
+    world.clock.advance(HOUR)
+    recent, _ = await signalled(world, {"price": "7.00"})
+    await world.store.cancel(OPS, recent, "done", hard=False)  # ended within the period: kept
+    world.clock.advance(HOUR / 2)
+    before = await the_signal(world, ended)
+
+    report = await Purger(world.store, world.clock, RetentionSettings(payload_bodies=HOUR)).tick()
+
+    assert report is not None and (report.signals, report.runs) == (1, [ended])
+    after = await the_signal(world, ended)
+    assert (after.payload, after.payload_sha256, after.signal_id) == (None, before.payload_sha256, before.signal_id)
+    assert after.payload_purged_at == world.clock.now()
+    assert after.view()["payload_purged"] is True and after.view()["payload"] is None
+    assert (await the_signal(world, live)).payload == {"price": "9.00"}  # a live run's agent reads it
+    assert (await the_signal(world, recent)).payload == {"price": "7.00"}
+    entry = (await world.events(ended))[-1]
+    assert (entry.type, entry.data["signals"], entry.data["actions"]) == ("bodies_purged", [after.signal_id], [])
+    received = next(e for e in await world.events(ended) if e.type == "signal_received")
+    assert received.data["payload_sha256"] == before.payload_sha256 and "payload" not in received.data
+    assert (await world.store.verify_ledger()).ok
+    # Done once: the next purge finds nothing and records nothing.
+    world.clock.advance(2 * HOUR)
+    again = await world.store.purge_bodies(PurgeScope(run_id=ended), by="retention", reason="due")
+    assert (again.signals, again.runs) == (0, [])
+    # A replayed key of the purged signal answers the first signal, and says its payload is gone.
+    replay = await world.store.signal_run(
+        OPS, ended, name="quote.received", payload={"price": "12.50", "vendor": "Acme"}, idempotency_key="k1"
+    )
+    assert replay.replayed and replay.signal.payload_purged_at is not None
+
+
+async def test_a_purge_on_request_takes_an_ended_runs_signals_with_its_bodies_and_never_one_actions(
+    world: World,
+) -> None:
+    run = await world.new_run()
+    wrote = await world.call(run.token, "t__write", {"text": "secret"})
+    await world.store.signal_run(OPS, run.run_id, name="note", payload="the secret", idempotency_key="k1")
+    await world.store.cancel(OPS, run.run_id, "done", hard=False)
+
+    one = await world.store.purge_bodies(
+        PurgeScope(tenant=TENANT, action_id=(await world.action(wrote)).action_id), by="ops", reason="one action"
+    )
+    assert (one.actions, one.signals) == (1, 0)
+    assert (await the_signal(world, run.run_id)).payload == "the secret"
+    whole = await world.store.purge_bodies(PurgeScope(tenant=TENANT, run_id=run.run_id), by="ops", reason="GDPR")
+    assert (whole.signals, whole.runs) == (1, [run.run_id])
+    assert (await the_signal(world, run.run_id)).payload is None
+    assert (await world.store.verify_ledger()).ok

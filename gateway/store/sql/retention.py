@@ -10,6 +10,11 @@ the bodies its records name that went: every run of the batch, and every other r
 that went. So every purged mark and every missing body is matched by an entry of its own chain
 (verify and the evidence bundle check both require it, gateway/store/replay.py). Rows, hashes and
 entries are never deleted: every chain verifies after a purge as before.
+
+The same transaction takes the payloads of the signals of ended runs in scope (`before`: runs that
+ended before it): the payload becomes JSON null and `payload_purged_at` is set; the row and its
+`payload_sha256` stay, as does the `signal_received` entry, which named only the hash. The run's
+`bodies_purged` entry names them (`signals`). A purge of one action takes no signal.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from gateway.domain.retention import PURGE_BATCH, PURGEABLE, PurgeReport, PurgeScope
+from gateway.domain.retention import ENDED, PURGE_BATCH, PURGEABLE, PurgeReport, PurgeScope
 from gateway.errors import NotFound
 from gateway.store.sql.base import SqlBase
 from gateway.store.sql.connection import Conn
@@ -67,7 +72,16 @@ class RetentionOps(SqlBase):
             (*params, limit),
         ).fetchall()
         report = PurgeReport(more=len(rows) == limit)
+        signals_of = self._purge_signals(conn, scope, now, limit)
+        report.signals = sum(len(ids) for ids in signals_of.values())
+        report.more = report.more or report.signals == limit
         if not rows:
+            for run_id in sorted(signals_of):
+                self._event(
+                    conn, run_id, "bodies_purged", now, by=by, reason=reason, actions=[], bodies=[],
+                    signals=signals_of[run_id],
+                )  # fmt: skip
+            report.runs = sorted(signals_of)
             return report, []
         chosen = [row["action_id"] for row in rows]
         named: dict[str, set[str]] = {}  # body -> the runs of the batch that name it
@@ -95,15 +109,48 @@ class RetentionOps(SqlBase):
         for sha256, run_ids in sorted(self._naming_runs(conn, sorted(gone)).items()):
             for run_id in run_ids:
                 bodies_of.setdefault(run_id, []).append(sha256)
-        touched = sorted(actions_of.keys() | bodies_of.keys())
+        touched = sorted(actions_of.keys() | bodies_of.keys() | signals_of.keys())
         for run_id in touched:
             actions, bodies = actions_of.get(run_id, []), bodies_of.get(run_id, [])
-            self._event(conn, run_id, "bodies_purged", now, by=by, reason=reason, actions=actions, bodies=bodies)
+            more: dict[str, Any] = {"signals": signals_of[run_id]} if run_id in signals_of else {}
+            self._event(
+                conn, run_id, "bodies_purged", now, by=by, reason=reason, actions=actions, bodies=bodies, **more
+            )
         report.actions = len(chosen)
         report.purged = len(gone)
         report.kept = len(kept)
         report.runs = touched
         return report, gone
+
+    @staticmethod
+    def _purge_signals(conn: Conn, scope: PurgeScope, now: float, limit: int) -> dict[str, list[str]]:
+        """Take the payloads of the signals of ended runs in `scope`; run -> its signals taken."""
+        if scope.action_id is not None:
+            return {}
+        where = [f"s.payload_purged_at IS NULL AND r.status IN ({_marks(ENDED)})"]
+        params: list[Any] = list(ENDED)
+        for column, value in (("r.tenant", scope.tenant), ("r.run_id", scope.run_id)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if scope.before is not None:
+            where.append("r.updated_at < ?")  # an ended run's row changes no more: when it ended
+            params.append(scope.before)
+        rows = conn.execute(
+            "SELECT s.signal_id, s.run_id FROM signals s JOIN runs r ON r.run_id = s.run_id WHERE "
+            f"{' AND '.join(where)} ORDER BY s.seq LIMIT ?",
+            (*params, limit),
+        ).fetchall()
+        taken: dict[str, list[str]] = {}
+        for row in rows:
+            taken.setdefault(row["run_id"], []).append(row["signal_id"])
+        ids = [row["signal_id"] for row in rows]
+        for chunk in _chunks(ids):
+            conn.execute(
+                f"UPDATE signals SET payload = 'null', payload_purged_at = ? WHERE signal_id IN ({_marks(chunk)})",
+                (now, *chunk),
+            )
+        return taken
 
     @staticmethod
     def _naming_runs(conn: Conn, bodies: list[str]) -> dict[str, set[str]]:

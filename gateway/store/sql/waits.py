@@ -58,6 +58,7 @@ def signal_from_row(row: Row) -> SignalRecord:
         principal=row["principal"],
         received_at=row["received_at"],
         wait_id=row["wait_id"],
+        payload_purged_at=row["payload_purged_at"],
     )
 
 
