@@ -1,6 +1,7 @@
 """The console's pages: sign-in (an API key here; the OpenID Connect provider in
 gateway/console/oidc.py) and -out, the runs, one run (its live timeline, ledger, progress and
-cost), the confirmation page of each of pause / resume / cancel / fail, and the run's event stream.
+cost), the confirmation page of each of pause / resume / cancel / fail, the run page's signal form
+(`runs.signal`, as POST /api/runs/{id}/signal), and the run's event stream.
 
 Each page authenticates its session's key again and asks `gateway.domain.roles.require` for the very
 permission the matching API route names, then calls the same store and service functions, scoped
@@ -11,6 +12,7 @@ checks its CSRF token before anything else; a refusal shows the API's error code
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,11 +25,12 @@ from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from gateway.api.events import run_events
-from gateway.api.routes import authenticate_key, gateway_of
+from gateway.api.routes import authenticate_key, gateway_of, run_to_act_for
 from gateway.api.views import run_view
 from gateway.console import run_detail
 from gateway.console import session as sessions
 from gateway.domain.roles import permits, require
+from gateway.domain.waits import signal_problems
 from gateway.errors import Code, Forbidden, InvalidRequest, NotFound, Unauthenticated, WarrantError
 from gateway.oidc.settings import OidcSettings
 from gateway.service import Gateway
@@ -231,6 +234,10 @@ class Console:
             "run": run,
             "alerts": alerts,
             "may_control": permits(principal, "runs.control"),
+            "may_signal": permits(principal, "runs.signal"),
+            "waits": await run_detail.waits(gateway, record.run_id),
+            "signal_key": f"console-{secrets.token_hex(12)}",  # fresh on every load: one send, one signal
+            "signalled": _signalled(request),
             "may_read_events": permits(principal, "events.read"),
             "may_read_actions": permits(principal, "actions.read"),
             "timeline": None,
@@ -276,12 +283,15 @@ class Console:
             return self.refused(request, error, principal, csrf)
 
     async def control(self, request: Request) -> Response:
-        """POST pause / resume / cancel / fail: the session, then the CSRF token, then `runs.control`."""
-        posted = await self.form_post(request, CONTROLS)
+        """POST pause / resume / cancel / fail: the session, then the CSRF token, then `runs.control`.
+        POST signal: the same, then `runs.signal` (`signal`)."""
+        posted = await self.form_post(request, (*CONTROLS, "signal"))
         if isinstance(posted, Response):
             return posted
         principal, csrf, form = posted
         gateway, run_id, verb = gateway_of(request), request.path_params["run_id"], request.path_params["verb"]
+        if verb == "signal":
+            return await self.signal(request, principal, csrf, form)
         reason = form.get("reason", "").strip()[:2000] or None
         try:
             require(principal, "runs.control")
@@ -300,6 +310,47 @@ class Console:
         except WarrantError as error:
             return self.refused(request, error, principal, csrf)
         return RedirectResponse(f"/console/runs/{run_id}", status_code=303, headers=HEADERS)
+
+    async def signal(self, request: Request, principal: Principal, csrf: str, form: dict[str, str]) -> Response:
+        """POST signal {name, payload, idempotency_key}: what POST /api/runs/{id}/signal does, for
+        the same keys; back on the run page with its outcome."""
+        gateway, run_id = gateway_of(request), request.path_params["run_id"]
+        try:
+            require(principal, "runs.signal")
+            run = await run_to_act_for(gateway, principal, run_id)
+            name, key, text = (
+                form.get("name", "").strip(),
+                form.get("idempotency_key", "").strip(),
+                form.get("payload", ""),
+            )
+            try:
+                payload = json.loads(text) if text.strip() else None
+                problems = signal_problems(name, payload, key)
+            except json.JSONDecodeError as exc:
+                problems = [{"field": "payload", "problem": f"is not JSON ({exc.msg}, line {exc.lineno})"}]
+            if problems:  # the API's code, and each problem said on the page (it shows the message)
+                said = "; ".join(f"{p['field']} {p['problem']}" for p in problems)
+                raise InvalidRequest(
+                    f"the signal is not one the gateway records: {said}", code=Code.SIGNAL_INVALID, problems=problems
+                )
+            answer = await gateway.store.signal_run(
+                principal, run.run_id, name=name, payload=payload, idempotency_key=key
+            )
+        except WarrantError as error:
+            return self.refused(request, error, principal, csrf)
+        outcome = "replayed" if answer.replayed else ("woke" if answer.woke else "kept")
+        to = (
+            f"/console/runs/{quote(run_id, safe='')}?signal={quote(answer.signal.signal_id, safe='')}&outcome={outcome}"
+        )
+        return RedirectResponse(f"{to}#signals", status_code=303, headers=HEADERS)
+
+
+def _signalled(request: Request) -> dict[str, str] | None:
+    """The outcome of the signal the form just sent, from the redirect's query (shown, not trusted)."""
+    signal_id, outcome = request.query_params.get("signal"), request.query_params.get("outcome")
+    if not signal_id or outcome not in ("woke", "kept", "replayed"):
+        return None
+    return {"signal_id": signal_id[:64], "outcome": outcome}
 
 
 async def read_form(request: Request) -> dict[str, str]:

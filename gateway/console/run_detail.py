@@ -8,6 +8,7 @@ Nothing here decides anything: open alerts are the watchdog's own pure decision
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from typing import Any
 
@@ -18,6 +19,8 @@ from gateway.domain.report import build_report
 from gateway.domain.watch import WatchPolicy, open_alerts
 from gateway.service import Gateway
 from gateway.store.records import RunRecord
+
+SIGNALS_SHOWN = 20  # a run's newest signals on its page, newest first (warrant_status lists 50)
 
 CONNECTIONS_SHOWN = 100  # a run's connected clients on its page, newest first (the API lists up to 500)
 ACTIONS_READ = 2000  # actions one run page reads (the API's actions route pages through them all)
@@ -160,3 +163,20 @@ async def connections(gateway: Gateway, tenant: str, run: RunRecord) -> list[dic
     grants = await gateway.store.list_oauth_grants(tenant, run.run_id, limit=CONNECTIONS_SHOWN)
     now = gateway.clock.now()
     return [connection_view(g, run, now) for g in grants]
+
+
+async def waits(gateway: Gateway, run_id: str) -> dict[str, Any]:
+    """The run's open warrant_wait (reason, until, wake_on) and its newest signals, newest first,
+    as warrant_status shows them to the agent (docs/decisions/0027-waits.md)."""
+    wait = await gateway.store.open_wait(run_id)
+    signals = await gateway.store.list_signals(run_id, limit=SIGNALS_SHOWN)
+    return {
+        "open": wait.view() if wait is not None else None,
+        "signals": [
+            {**s.view(), "by": s.principal, "payload_json": _payload_text(s.payload)} for s in reversed(signals)
+        ],
+    }
+
+
+def _payload_text(payload: Any) -> str:
+    return json.dumps(payload, ensure_ascii=False, sort_keys=True)

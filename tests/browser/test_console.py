@@ -8,6 +8,7 @@ what the tests assert of the pages is what a person sees: text in the page, the 
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -249,3 +250,31 @@ async def test_without_javascript_the_run_page_shows_its_timeline_and_the_contro
     finally:
         await context.close()
     assert code_of(await served.call(token, "notes__append", {"title": "after", "body": "b"})) == "run_cancelled"
+
+
+async def test_a_signal_sent_from_the_run_page_wakes_the_waiting_agent(page: Page, served: Served) -> None:
+    run_id = await served.create_run(unique("waits for a quote"))
+    token = await served.lease(run_id)
+    waited = await served.call(
+        token, "warrant_wait", {"reason": "the vendor's quote", "until": "1h", "wake_on": ["quote.received"]}
+    )
+    assert code_of(waited) is None, waited
+    assert code_of(await served.call(token, "notes__append", {"title": "early", "body": "b"})) == "run_waiting"
+
+    await sign_in(page, served, "op")
+    await page.goto(f"{served.url}/console/runs/{run_id}")
+    await expect(page.locator("#wait-reason")).to_have_text("the vendor's quote")
+    await expect(page.locator("#wait-wake-on")).to_contain_text("quote.received")
+    key = await page.locator("#signal-key").input_value()
+    assert key.startswith("console-")  # prefilled, fresh
+    await page.locator("#signal-name").fill("quote.received")
+    await page.locator("#signal-payload").fill('{"price": "12.50"}')
+    await page.get_by_role("button", name="Send signal").click()
+
+    await page.wait_for_url(re.compile(re.escape(f"{served.url}/console/runs/{run_id}?signal=") + ".*outcome=woke"))
+    await expect(page.locator("#signal-outcome")).to_contain_text("it ended the wait")
+    await expect(page.locator("#status")).to_contain_text("running")
+    await expect(page.locator("#no-wait")).to_be_visible()
+    await expect(page.locator("#signal-list")).to_contain_text('{"price": "12.50"}')
+    assert await page.locator("#signal-key").input_value() != key  # the page reloaded: a fresh key for the next
+    assert code_of(await served.call(token, "notes__append", {"title": "after", "body": "b"})) is None
