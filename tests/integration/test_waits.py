@@ -196,3 +196,46 @@ async def warrant(argv: list[str]) -> tuple[int, str]:
 
     code = await anyio.to_thread.run_sync(run)
     return code, out.getvalue()
+
+
+async def alert_kinds(url: str, run_id: str) -> list[str]:
+    async with api(url, "op") as c:
+        events = (await c.get(f"/api/runs/{run_id}/events", params={"limit": "500"})).json()["items"]
+    return [e["data"]["kind"] for e in events if e["type"] == "alert"]
+
+
+async def test_a_wait_longer_than_the_lease_raises_no_lease_missed_and_the_same_token_goes_on(
+    gateway: Gateway,
+) -> None:
+    # The watchdog on, ticking every second; a 2 s lease; time passes for both stores (SQLite reads
+    # the test's clock, PostgreSQL its own): the clock is moved and the test sleeps as long.
+    text = gateway.config.read_text().replace("watchdog: {enabled: false}", "watchdog: {tick: 1s, heartbeat: 1h}")
+    gateway.config.write_text(text)
+    short = {**CONTRACT, "lease_ttl": "2s"}
+    async with gateway.serving() as url:
+        async with api(url, "op") as c:
+            ids = []
+            for worker in ("waiter", "silent"):
+                r = await c.post("/api/runs", json=short)
+                assert r.status_code == 201, r.text
+                run_id = r.json()["run_id"]
+                grant = (await c.post(f"/api/runs/{run_id}/lease", json={"worker": worker})).json()
+                ids.append((run_id, grant["token"]))
+        (waiting, token), (silent, _) = ids
+        async with agent(url, token) as client:
+            err, body = await call(client, "warrant_wait", {**WAIT, "until": "1h"})
+            assert not err, body
+        for _ in range(6):  # 6 s: three times the lease's TTL, six ticks
+            gateway.clock.advance(1)
+            await anyio.sleep(1)
+        # The silent worker of a running run is missed (the watchdog did look); the waiting one is not.
+        assert await alert_kinds(url, silent) == ["lease_missed"]
+        assert await alert_kinds(url, waiting) == []
+        signal = {"name": "quotes.ready", "payload": {"quotes": [1]}, "idempotency_key": "late"}
+        async with api(url, "op") as c:
+            r = await c.post(f"/api/runs/{waiting}/signal", json=signal)
+        assert r.json()["status"] == "running", r.text
+        async with agent(url, token) as client:
+            err, status = await call(client, "warrant_status", {})
+        assert not err and status["status"] == "running"
+        assert await alert_kinds(url, waiting) == []
