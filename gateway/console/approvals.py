@@ -171,9 +171,13 @@ def edited(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except ValueError as error:
-        raise InvalidRequest(f"the edited payload is not JSON ({error}): nothing was decided", code=Code.INVALID_JSON)
+        raise InvalidRequest(
+            f"the edited payload is not JSON ({error}): nothing was decided", code=Code.INVALID_JSON
+        ) from None
     if not isinstance(value, dict):
-        raise InvalidRequest("the edited payload must be a JSON object: nothing was decided", code=Code.INVALID_JSON)
+        raise InvalidRequest(
+            "the edited payload must be a JSON object: nothing was decided", code=Code.INVALID_JSON
+        ) from None
     return value
 
 

@@ -97,7 +97,7 @@ def error_of(result: Any) -> dict[str, Any]:
 
 
 async def test_the_agent_is_told_the_edited_arguments_and_the_edit_is_sent_once(world: World) -> None:
-    run_id, token = await world.run()
+    _, token = await world.run()
     async with world.agent(token) as agent:
         asked = error_of(await agent.call_tool("email__send", PROPOSED))
         assert asked["code"] == "approval_required"
@@ -135,7 +135,7 @@ async def test_the_agent_is_told_the_edited_arguments_and_the_edit_is_sent_once(
 
 
 async def test_an_edit_outside_the_runs_authority_is_refused_and_nothing_is_sent(world: World) -> None:
-    run_id, token = await world.run()
+    _, token = await world.run()
     async with world.agent(token) as agent:
         asked = error_of(await agent.call_tool("email__send", PROPOSED))
         async with world.api("ana") as c:
@@ -153,7 +153,7 @@ async def test_an_edit_outside_the_runs_authority_is_refused_and_nothing_is_sent
 
 
 async def test_a_denial_message_is_read_by_the_model(world: World) -> None:
-    run_id, token = await world.run()
+    _, token = await world.run()
     message = "Bob left the partner company; write to partners@partner.example instead."
     async with world.agent(token) as agent:
         asked = error_of(await agent.call_tool("email__send", PROPOSED))
