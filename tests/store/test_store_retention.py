@@ -176,3 +176,16 @@ async def test_a_replay_whose_result_was_purged_says_so_and_carries_the_receipt(
     assert replay.meta[META_RECEIPT] == (await world.action(first)).receipt
     assert text_of(replay).startswith(f"not executed again: identical to action {first.meta[META_ACTION_ID]}")
     assert len(world.tools.effects) == 1
+
+
+async def test_a_purge_keeps_the_proposal_an_approved_edit_is_read_against(world: World) -> None:
+    # docs/decisions/0032-approve-edited.md: the edit's diff shows the proposal while the edit is unused.
+    run = await world.new_run()
+    write = await world.action(await world.call(run.token, "t__write", {"text": "shared"}))
+    edited = await world.edit(await world.call(run.token, "t__approve", {"text": "shared"}), {"text": "edited"})
+    assert edited.proposed_sha256 == write.payload_sha256  # one body, named by the write and the edit
+    actions, _, _ = await purge_all(world)
+    assert actions >= 1
+    assert await world.store.get_blob(write.payload_sha256) == {"text": "shared"}
+    assert await world.store.get_blob(edited.payload_sha256) == {"text": "edited"}
+    assert (await world.store.verify_ledger()).ok
