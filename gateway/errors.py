@@ -74,6 +74,9 @@ class Code(StrEnum):
     APPROVAL_REQUIRED = "approval_required"
     APPROVAL_DENIED = "approval_denied"
     APPROVAL_EXPIRED = "approval_expired"
+    # A person approved an edited version of this payload: the answer carries the approved arguments
+    # (docs/decisions/0032-approve-edited.md).
+    APPROVAL_EDITED = "approval_edited"
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     IDEMPOTENCY_EXPIRED = "idempotency_expired"
     OPERATION_IN_PROGRESS = "operation_in_progress"
@@ -136,6 +139,9 @@ class Code(StrEnum):
     APPROVAL_NOT_PENDING = "approval_not_pending"
     # The approval's rule names its approvers and the principal is not one (docs/decisions/0029-approvals-reach.md).
     NOT_AN_APPROVER = "not_an_approver"
+    # An approver's edited payload that the run could not call (schema, policy, contract, a stricter
+    # approval rule): nothing was decided (docs/decisions/0032-approve-edited.md).
+    EDIT_OUTSIDE_AUTHORITY = "edit_outside_authority"
     PAYLOAD_MISMATCH = "payload_mismatch"
     NOT_PINNED = "not_pinned"
     KEY_IN_CONFIG = "key_in_config"
@@ -196,6 +202,7 @@ CALL_CODES: frozenset[Code] = frozenset(
         Code.APPROVAL_REQUIRED,
         Code.APPROVAL_DENIED,
         Code.APPROVAL_EXPIRED,
+        Code.APPROVAL_EDITED,
         Code.IDEMPOTENCY_CONFLICT,
         Code.IDEMPOTENCY_EXPIRED,
         Code.OPERATION_IN_PROGRESS,

@@ -30,7 +30,7 @@ from gateway.gate.pipeline import Gate
 from gateway.gate.reconcile import reconcile_run
 from gateway.runtime.watchdog import Watchdog
 from gateway.store.ports import Store
-from gateway.store.records import ActionRecord, Principal, RunRecord
+from gateway.store.records import ActionRecord, ApprovalRecord, Principal, RunRecord
 from gateway.tools.progress import Progress, recheck_view
 
 log = logging.getLogger("warrant.service")
@@ -86,6 +86,31 @@ class Gateway:
         ):
             return True
         return "admin" in principal.roles and all(k.tenant == principal.tenant for k in self.api_keys)
+
+    async def decide_approval(
+        self,
+        principal: Principal,
+        approval_id: str,
+        *,
+        approve: bool,
+        note: str | None,
+        expected_sha256: str | None,
+        arguments: dict[str, Any] | None = None,
+    ) -> ApprovalRecord:
+        """Approve or deny; approving with `arguments` approves that edited payload instead of the
+        proposal, checked first as the run's own call would be (docs/decisions/0032-approve-edited.md).
+
+        Raises: what the store's `decide_approval` raises; InvalidRequest `edit_outside_authority`.
+        """
+        edit = None
+        if arguments is not None:
+            if not approve:
+                raise InvalidRequest("a denial carries a message, not arguments", code=Code.INVALID_REQUEST)
+            approval = await self.store.get_approval(principal.tenant, approval_id)
+            edit = await self.gate.checked_edit(approval, arguments)
+        return await self.store.decide_approval(
+            principal, approval_id, approve=approve, note=note, expected_sha256=expected_sha256, edit=edit
+        )
 
     async def pause(self, principal: Principal, run_id: str, reason: str | None) -> RunRecord:
         return await self.store.pause(principal, run_id, reason)

@@ -35,3 +35,23 @@ def nul_field(value: Any) -> str | None:
         elif isinstance(item, list):
             stack.extend((child, f"{where}[{i}]") for i, child in enumerate(item))
     return None
+
+
+# What an approver writes for the model (a denial's message, an approval's note), at most this long.
+NOTE_MAX = 4000
+
+
+def control_character(text: str, keep: str = "\n") -> int | None:
+    """The index of the first control character (C0, DEL, C1) in `text` other than those in `keep`, else None."""
+    for index, char in enumerate(text):
+        point = ord(char)
+        if (point < 0x20 or 0x7F <= point <= 0x9F) and char not in keep:
+            return index
+    return None
+
+
+def for_model(text: str, limit: int = NOTE_MAX) -> str:
+    """`text` as a model is handed it: each control character but a line feed a space, at most
+    `limit` characters (the API refuses both in a new note; this holds for notes written before)."""
+    cleaned = "".join(" " if control_character(c) is not None else c for c in text)
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"

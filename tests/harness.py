@@ -427,6 +427,27 @@ class World:
             APPROVER, approval.approval_id, approve=approve, note=None, expected_sha256=approval.payload_sha256
         )
 
+    async def edit(
+        self,
+        result_or_id: CallResult | str,
+        arguments: Any,
+        *,
+        note: str | None = None,
+        principal: Principal = APPROVER,
+        expected_sha256: str | None = None,
+    ) -> ApprovalRecord:
+        """Approve an edited payload as the service does: checked by the gate, decided by the store."""
+        approval = await self.approval(result_or_id)
+        edit = await self.gate.checked_edit(approval, arguments)
+        return await self.store.decide_approval(
+            principal,
+            approval.approval_id,
+            approve=True,
+            note=note,
+            expected_sha256=expected_sha256 or approval.payload_sha256,
+            edit=edit,
+        )
+
     async def teardown(self) -> None:
         self.tools.release.set()
         with anyio.fail_after(WAIT):

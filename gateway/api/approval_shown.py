@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from gateway.api.views import approval_diff, approval_view
+from gateway.api.views import approval_diff, approval_edit, approval_view
 from gateway.service import Gateway
 from gateway.store.records import ApprovalRecord
 
@@ -29,4 +29,7 @@ async def approval_shown(
     diff = None
     if before is not None:
         diff = approval_diff(approval, payload, before, await gateway.store.get_blob(before.payload_sha256))
-    return approval_view(approval, payload, diff)
+    edit = None
+    if approval.proposed_sha256 is not None:  # approved in an edited version: shown against the proposal
+        edit = approval_edit(approval, payload, await gateway.store.get_blob(approval.proposed_sha256))
+    return approval_view(approval, payload, diff, edit)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_v
 
 from gateway.api.audit import parse_time
 from gateway.domain.roles import Role
+from gateway.text import NOTE_MAX, control_character
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")  # an API key's name (the principal's)
 Duration = StrictStr | StrictInt
@@ -64,8 +65,25 @@ class AcknowledgeBody(BaseModel):
 
 class DecisionBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    note: str | None = Field(None, max_length=4000)
+    note: str | None = Field(
+        None,
+        max_length=NOTE_MAX,
+        description="recorded with the decision; a denial's note is the message the model reads, verbatim "
+        "(no control characters but line feeds)",
+    )
     expected_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    arguments: dict[str, Any] | None = Field(
+        None,
+        description="approve only: the edited payload to approve instead of the proposal, checked against the "
+        "tool's schema and the run's authority; the approval binds its hash (docs/decisions/0032-approve-edited.md)",
+    )
+
+    @field_validator("note")
+    @classmethod
+    def _no_control_characters(cls, note: str | None) -> str | None:
+        if note is not None and control_character(note) is not None:
+            raise ValueError("a note may hold no control characters but line feeds (a model reads it)")
+        return note
 
 
 class UsageBody(BaseModel):

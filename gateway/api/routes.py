@@ -485,12 +485,13 @@ async def get_approval(request: Request, principal: Principal, gateway: Gateway)
 
 async def _decide(request: Request, principal: Principal, gateway: Gateway, approve: bool) -> Response:
     body = await read_model(request, DecisionBody)
-    approval = await gateway.store.decide_approval(
+    approval = await gateway.decide_approval(
         principal,
         request.path_params["approval_id"],
         approve=approve,
         note=body.note,
         expected_sha256=body.expected_sha256,
+        arguments=body.arguments,
     )
     return JSONResponse(await _approval_shown(gateway, principal, approval))
 

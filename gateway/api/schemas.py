@@ -145,6 +145,13 @@ class ApprovalDiff(_View):
     tool_definition_changed: bool
 
 
+class ApprovalEditView(_View):
+    proposed_sha256: Sha256 = Field(description="the hash of the payload the agent proposed")
+    proposed_payload: Any = Field(description="the payload the agent proposed (null: purged)")
+    changes: list[PayloadChange] | None = Field(description="what the approver changed; null: a body was purged")
+    unified: str | None = Field(description="a unified diff of the proposal against the approved edit")
+
+
 class PayloadMark(_View):
     path: str = Field(description='where in the payload: "to", "items/0/name", "(payload)"; a key as "<path> (key)"')
     kind: Literal["bidi_control", "invisible", "mixed_scripts", "punycode"] = Field(
@@ -184,6 +191,13 @@ class ApprovalView(_View):
     approvers: list[str] | None = Field(description="the key names or ids that alone may decide it; null: its role")
     escalate_at: Timestamp | None = Field(description="when approval_escalated is raised if still undecided")
     destination: str | None = Field(description="where the call goes, as its adapter says (null: recorded before 0029)")
+    proposed_sha256: Sha256 | None = Field(
+        description="the payload the agent proposed, when a person approved an edited version of it (then "
+        "payload_sha256 and payload are the edit's, what the approval binds); null: as proposed"
+    )
+    edit: ApprovalEditView | None = Field(
+        description="the approver's edit against the proposal (null: not edited; docs/decisions/0032-approve-edited.md)"
+    )
     diff: ApprovalDiff | None = Field(
         description="what changed since the last approval of this tool in this run that a person approved "
         "(null when there is none, and in a run's summary)",

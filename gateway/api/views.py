@@ -97,7 +97,12 @@ def action_view(action: ActionRecord, currency: str = "USD") -> dict[str, Any]:
     }
 
 
-def approval_view(approval: ApprovalRecord, payload: Any = None, diff: dict[str, Any] | None = None) -> dict[str, Any]:
+def approval_view(
+    approval: ApprovalRecord,
+    payload: Any = None,
+    diff: dict[str, Any] | None = None,
+    edit: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     return {
         "approval_id": approval.approval_id,
         "run_id": approval.run_id,
@@ -123,6 +128,8 @@ def approval_view(approval: ApprovalRecord, payload: Any = None, diff: dict[str,
         "approvers": list(approval.approvers) if approval.approvers is not None else None,
         "escalate_at": isoformat(approval.escalate_at),
         "destination": approval.destination,
+        "proposed_sha256": approval.proposed_sha256,
+        "edit": edit,
         "diff": diff,
         "marks": payload_marks(payload),
     }
@@ -159,6 +166,20 @@ def approval_diff(
             else {"from": against.spec_version, "to": approval.spec_version}
         ),
         "tool_definition_changed": against.tool_def_sha256 != approval.tool_def_sha256,
+    }
+
+
+def approval_edit(approval: ApprovalRecord, payload: Any, proposed: Any) -> dict[str, Any] | None:
+    """The approver's edit against the agent's proposal (None: approved as proposed); `changes` and
+    `unified` null when either body was purged."""
+    if approval.proposed_sha256 is None:
+        return None
+    shown = payload is not None and proposed is not None
+    return {
+        "proposed_sha256": approval.proposed_sha256,
+        "proposed_payload": proposed,
+        "changes": payload_changes(proposed, payload) if shown else None,
+        "unified": _unified(proposed, payload, "proposed", "approved") if shown else None,
     }
 
 

@@ -2,7 +2,7 @@
 
     warrant approvals list [--status pending|approved|...|all] [--run R]
     warrant approvals show ID
-    warrant approvals approve ID [--note TEXT] [--sha256 H]
+    warrant approvals approve ID [--note TEXT] [--sha256 H] [--arguments FILE|-]
     warrant approvals deny ID [--note TEXT] [--sha256 H]
 
 `show` prints the exact payload as pretty JSON with its sha256, the evidence and rationale the
@@ -12,11 +12,19 @@ that the payload shown hashes to the sha256 the gateway states, and decide with 
 `expected_sha256`: the gateway refuses (`payload_mismatch`) if the payload is not the one shown.
 `--sha256` pins the hash a person reviewed earlier instead. A payload the gateway no longer shows
 (purged) is decided only with `--sha256`.
+
+`approve --arguments FILE` (`-`: standard input) approves an edited payload instead, a JSON object:
+the CLI prints its diff against the proposal, and the gateway checks it as the run's own call (422
+`edit_outside_authority`) and binds the approval to its hash. A denial's `--note` is the message the
+model reads (docs/decisions/0032-approve-edited.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
 from gateway.canonical import payload_sha256
@@ -42,6 +50,10 @@ def add_commands(sub: Any) -> None:
         decide.add_argument("approval_id")
         decide.add_argument("--note", help="recorded with the decision")
         decide.add_argument("--sha256", help="the payload hash you reviewed (default: the one shown now)")
+        if approve:
+            decide.add_argument(
+                "--arguments", metavar="FILE|-", help="approve this edited payload (a JSON object) instead"
+            )
         decide.set_defaults(func=reporting(_decide), approve=approve)
         commands.append(decide)
     for command in commands:
@@ -207,10 +219,37 @@ def _decide(args: argparse.Namespace) -> int:
                     Code.PAYLOAD_MISMATCH, "the payload shown does not hash to the sha256 the gateway states"
                 )
             expected = approval["payload_sha256"]
-        body = {"expected_sha256": expected} | ({"note": args.note} if args.note else {})
+        body: dict[str, Any] = {"expected_sha256": expected} | ({"note": args.note} if args.note else {})
+        edited = edited_arguments(getattr(args, "arguments", None))
+        if edited is not None:
+            body["arguments"] = edited
+            if not args.json:
+                diff = payload_diff(approval.get("payload"), edited, "proposed", "edited")
+                print("the edit you approve", *_indented(diff or "(the same payload)"), "", sep="\n")
         decided = cli_http.call(http, "POST", api_path("approvals", approval["approval_id"], verb), body)
     if args.json:
         print_json(decided)
+    elif decided.get("proposed_sha256"):
+        print(
+            f"{decided['approval_id']}: {decided['status']}, edited (sha256 {decided['payload_sha256']}, "
+            f"proposed {decided['proposed_sha256']})"
+        )
     else:
         print(f"{decided['approval_id']}: {decided['status']} (sha256 {decided['payload_sha256']})")
     return 0
+
+
+def edited_arguments(source: str | None) -> dict[str, Any] | None:
+    """The edited payload of `--arguments` (a file, `-`: standard input); None when not given.
+
+    Raises: ApiFailed `invalid_json` (not JSON, not an object, unreadable)."""
+    if source is None:
+        return None
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+        value = json.loads(text)
+    except (OSError, ValueError) as error:
+        raise ApiFailed(Code.INVALID_JSON, f"--arguments {source}: {error}") from None
+    if not isinstance(value, dict):
+        raise ApiFailed(Code.INVALID_JSON, f"--arguments {source}: the edited payload must be a JSON object")
+    return value

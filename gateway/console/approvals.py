@@ -1,11 +1,16 @@
 """The console's approvals inbox: the tenant's approvals, one approval with its exact destination and
 payload, the agent's evidence and rationale, a diff against the previous proposal for the same tool,
-the time left to decide, and approve / deny forms.
+the time left to decide, and approve / edit-and-approve / deny forms.
 
 As the API: reading needs `approvals.read`, deciding `approvals.decide`; every query is scoped to the
 key's tenant (another tenant's approval is 404, like a missing one); the decision is the store's own
 `decide_approval`, with the payload hash the page showed as `expected_sha256`, so a stale page cannot
 approve a payload it did not show, and self-approval and role rules are the store's, not repeated here.
+
+"Edit and approve" posts the edited payload as JSON (a textarea prefilled with the proposal) to the
+service's `decide_approval`, which checks it as the run's own call would be: a payload that is not
+a JSON object, or that the run may not send (`edit_outside_authority`), is shown back on the page
+with the reason and the text as typed, nothing decided (docs/decisions/0032-approve-edited.md).
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from gateway.errors import Code, InvalidRequest, WarrantError
 from gateway.service import Gateway
 from gateway.store.records import ApprovalRecord, ApprovalStatus, Principal
 
-VERBS = ("approve", "deny")
+VERBS = ("approve", "deny", "edit")
+EDIT_REFUSALS = (Code.EDIT_OUTSIDE_AUTHORITY, Code.INVALID_JSON)  # shown on the page, beside the form
 FILTERS = ("pending", "all", *(s.value for s in ApprovalStatus if s is not ApprovalStatus.PENDING))
 
 
@@ -73,7 +79,15 @@ class ApprovalPages:
         }
         return self.console.render(request, "approvals.html", context)
 
-    async def approval(self, request: Request, principal: Principal, gateway: Gateway, csrf: str) -> Response:
+    async def approval(
+        self,
+        request: Request,
+        principal: Principal,
+        gateway: Gateway,
+        csrf: str,
+        edit_error: WarrantError | None = None,
+        edit_text: str | None = None,
+    ) -> Response:
         approval = await gateway.store.get_approval(principal.tenant, request.path_params["approval_id"])
         view = await approval_shown(gateway, principal.tenant, approval, against="proposed")
         facts = self._facts(gateway, view, approval, gateway.clock.now())
@@ -84,8 +98,11 @@ class ApprovalPages:
             "may_decide": permits(principal, "approvals.decide"),
             "may_read_runs": permits(principal, "runs.read"),
             "own_request": approval.requested_by == principal.name,
+            "edit_error": edit_error,
+            "edit_text": edit_text if edit_text is not None else pretty(view["payload"]),
         }
-        return self.console.render(request, "approval.html", context)
+        status = edit_error.http_status if edit_error is not None else 200
+        return self.console.render(request, "approval.html", context, status)
 
     async def decide(self, request: Request) -> Response:
         """POST approve / deny: the session, then the CSRF token, then `approvals.decide`, then the store."""
@@ -95,17 +112,26 @@ class ApprovalPages:
             return posted
         principal, csrf, form = posted
         approval_id = request.path_params["approval_id"]
+        verb = request.path_params["verb"]
+        gateway = gateway_of(request)
+        text = form.get("arguments", "") if verb == "edit" else None
         try:
             require(principal, "approvals.decide")
             body = decision(form)
-            await gateway_of(request).store.decide_approval(
+            await gateway.decide_approval(
                 principal,
                 approval_id,
-                approve=request.path_params["verb"] == "approve",
+                approve=verb != "deny",
                 note=body.note,
                 expected_sha256=body.expected_sha256,
+                arguments=edited(text) if text is not None else None,
             )
         except WarrantError as error:
+            if text is not None and error.code in EDIT_REFUSALS:
+                try:
+                    return await self.approval(request, principal, gateway, csrf, edit_error=error, edit_text=text)
+                except WarrantError as unreadable:
+                    error = unreadable
             return console.refused(request, error, principal, csrf)
         return RedirectResponse(f"/console/approvals/{approval_id}", status_code=303, headers=HEADERS)
 
@@ -125,7 +151,7 @@ def decision(form: dict[str, str]) -> DecisionBody:
 
     Raises: InvalidRequest.
     """
-    note = form.get("note", "").strip() or None
+    note = form.get("note", "").replace("\r\n", "\n").strip() or None  # a textarea's lines end CRLF
     expected = form.get("payload_sha256", "")
     try:
         body = DecisionBody.model_validate({"note": note, "expected_sha256": expected or None})
@@ -134,10 +160,25 @@ def decision(form: dict[str, str]) -> DecisionBody:
     if body is None or body.expected_sha256 is None:
         raise InvalidRequest(
             "the form must carry the payload_sha256 the page showed (64 hex digits) and a note of at most "
-            "4000 characters: nothing was decided",
+            "4000 characters without control characters: nothing was decided",
             code=Code.INVALID_REQUEST,
         )
     return body
+
+
+def edited(text: str) -> dict[str, Any]:
+    """The edit form's payload: a JSON object. Raises: InvalidRequest `invalid_json` naming what is wrong."""
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise InvalidRequest(
+            f"the edited payload is not JSON ({error}): nothing was decided", code=Code.INVALID_JSON
+        ) from None
+    if not isinstance(value, dict):
+        raise InvalidRequest(
+            "the edited payload must be a JSON object: nothing was decided", code=Code.INVALID_JSON
+        ) from None
+    return value
 
 
 def time_left(approval: ApprovalRecord, now: float) -> str:

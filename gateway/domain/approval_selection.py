@@ -5,12 +5,15 @@ Which approvals speak for a call: those of its run, tool and exact payload (the 
 asked under the run's current contract (`spec_version`) and the tool's current definition, and
 under a rule at least as strict as the one in force (approvals.Requirement; a denial stands
 whatever rule it was asked under). Of those, newest first, the first row that holds decides
-(`CHOICE_RULES`):
+(`CHOICE_RULES`). The look-up also finds the approvals a person approved in an edited version
+(`proposed_sha256` is the call's payload, `payload_sha256` the edit's): such an approval is never
+used for the payload it replaced, only answered with (docs/decisions/0032-approve-edited.md).
 
 | among them                                     | choice    | the call                                           |
 | ---                                            | ---       | ---                                                |
 | one approved whose validity has not passed     | `use`     | admitted, consuming it                             |
 | one pending whose decision time has not passed | `wait`    | refused `approval_required`, naming it             |
+| the newest is an edit approved in its place    | `edited`  | refused `approval_edited`, with the approved arguments |
 | the newest is denied                           | `denied`  | refused `approval_denied`                          |
 | the newest is approved, pending or expired     | `renew`   | a fresh approval is asked for: `approval_expired`  |
 | anything else (none; superseded, used)         | `request` | a fresh approval is asked for: `approval_required` |
@@ -53,6 +56,8 @@ class ApprovalFacts(Protocol):
     def decide_by(self) -> float: ...
     @property
     def valid_until(self) -> float | None: ...
+    @property
+    def payload_sha256(self) -> str: ...
 
 
 A = TypeVar("A", bound=ApprovalFacts)
@@ -61,6 +66,7 @@ A = TypeVar("A", bound=ApprovalFacts)
 class ApprovalChoice(StrEnum):
     USE = "use"
     WAIT = "wait"
+    EDITED = "edited"
     DENIED = "denied"
     RENEW = "renew"
     REQUEST = "request"
@@ -69,7 +75,7 @@ class ApprovalChoice(StrEnum):
 @dataclass(frozen=True)
 class ChosenApproval(Generic[A]):
     choice: ApprovalChoice
-    approval: A | None  # use, wait: the approval; denied, renew: the newest one; request: None
+    approval: A | None  # use, wait: the approval; edited, denied, renew: the newest one; request: None
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,12 @@ class ApprovalCall:
     spec_version: str
     tool_def_sha256: str
     required: Requirement
+    # The call's payload hash; None: every approval handed to the choice is of this payload (none edited).
+    payload_sha256: str | None = None
+
+    def edited_away(self, approval: ApprovalFacts) -> bool:
+        """`approval` was found by the payload it replaced: a person approved an edit in its place."""
+        return self.payload_sha256 is not None and approval.payload_sha256 != self.payload_sha256
 
 
 def speaks_for(approval: ApprovalFacts, call: ApprovalCall) -> bool:
@@ -94,26 +106,39 @@ def speaks_for(approval: ApprovalFacts, call: ApprovalCall) -> bool:
 
 
 # The index, among the approvals that speak for the call (newest first), of the one a row is about.
-Condition = Callable[[Sequence[ApprovalFacts], float], int | None]
+Condition = Callable[[Sequence[ApprovalFacts], ApprovalCall, float], int | None]
 
 
-def _usable(matching: Sequence[ApprovalFacts], now: float) -> int | None:
-    found = (i for i, a in enumerate(matching) if a.status is ApprovalStatus.APPROVED and (a.valid_until or 0) > now)
+def _usable(matching: Sequence[ApprovalFacts], call: ApprovalCall, now: float) -> int | None:
+    found = (
+        i
+        for i, a in enumerate(matching)
+        if a.status is ApprovalStatus.APPROVED and (a.valid_until or 0) > now and not call.edited_away(a)
+    )
     return next(found, None)
 
 
-def _waiting(matching: Sequence[ApprovalFacts], now: float) -> int | None:
-    return next((i for i, a in enumerate(matching) if a.status is ApprovalStatus.PENDING and a.decide_by > now), None)
+def _waiting(matching: Sequence[ApprovalFacts], call: ApprovalCall, now: float) -> int | None:
+    found = (
+        i
+        for i, a in enumerate(matching)
+        if a.status is ApprovalStatus.PENDING and a.decide_by > now and not call.edited_away(a)
+    )
+    return next(found, None)
+
+
+def _edited(matching: Sequence[ApprovalFacts], call: ApprovalCall, now: float) -> int | None:
+    return 0 if matching and call.edited_away(matching[0]) else None
 
 
 def _newest(*statuses: ApprovalStatus) -> Condition:
-    def newest(matching: Sequence[ApprovalFacts], now: float) -> int | None:
+    def newest(matching: Sequence[ApprovalFacts], call: ApprovalCall, now: float) -> int | None:
         return 0 if matching and matching[0].status in statuses else None
 
     return newest
 
 
-def _nothing(matching: Sequence[ApprovalFacts], now: float) -> int | None:
+def _nothing(matching: Sequence[ApprovalFacts], call: ApprovalCall, now: float) -> int | None:
     return None
 
 
@@ -129,6 +154,7 @@ class ChoiceRule:
 CHOICE_RULES: tuple[ChoiceRule, ...] = (
     ChoiceRule(ApprovalChoice.USE, "one approved whose validity has not passed", _usable, None),
     ChoiceRule(ApprovalChoice.WAIT, "one pending whose decision time has not passed", _waiting, Code.APPROVAL_REQUIRED),
+    ChoiceRule(ApprovalChoice.EDITED, "the newest is an edit approved in its place", _edited, Code.APPROVAL_EDITED),
     ChoiceRule(ApprovalChoice.DENIED, "the newest is denied", _newest(ApprovalStatus.DENIED), Code.APPROVAL_DENIED),
     ChoiceRule(
         ApprovalChoice.RENEW,
@@ -141,11 +167,11 @@ CHOICE_RULES: tuple[ChoiceRule, ...] = (
 
 
 def choose_approval(approvals: Sequence[A], call: ApprovalCall, now: float) -> ChosenApproval[A]:
-    """The approval `call` meets among `approvals` (its run's, for its tool and exact payload,
-    newest first)."""
+    """The approval `call` meets among `approvals` (its run's, for its tool and exact payload, or
+    approved in an edited version of it, newest first)."""
     matching = [a for a in approvals if speaks_for(a, call)]
     for rule in CHOICE_RULES:
-        found = rule.finds(matching, now)
+        found = rule.finds(matching, call, now)
         if found is not None:
             return ChosenApproval(rule.choice, matching[found])
     return ChosenApproval(ApprovalChoice.REQUEST, None)

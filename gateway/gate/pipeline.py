@@ -44,6 +44,7 @@ from gateway.domain.settlement import Settlement
 from gateway.domain.tasks import TASK_ID_META, valid_task_id
 from gateway.domain.units import format_money, parse_duration
 from gateway.errors import Code, Refusal, Unauthenticated, WarrantError
+from gateway.gate.approval_edits import checked_edit, denied_refusal, edited_refusal
 from gateway.gate.in_flight import ABORTED_BY_CANCEL, InFlight
 from gateway.gate.limits import LimitSettings, cap_result, withheld_text
 from gateway.ids import new_id
@@ -55,6 +56,7 @@ from gateway.store.ports import Store
 from gateway.store.records import (
     ActionRecord,
     Admitted,
+    ApprovalEdit,
     ApprovalRecord,
     ApprovalRequest,
     ApprovalStatus,
@@ -543,24 +545,19 @@ class Gate:
         """The approval id to consume, or the result that answers the call now."""
         now = self.clock.now()
         run = info.run
-        call = ApprovalCall(run.spec_version, spec.definition_sha256, Requirement.of(rule))
+        call = ApprovalCall(run.spec_version, spec.definition_sha256, Requirement.of(rule), digest)
         chosen = choose_approval(await self.store.approvals_for(run.run_id, spec.name, digest), call, now)
         found = chosen.approval  # gateway/domain/approval_selection.py: the approval the choice is about
         if found is not None and chosen.choice is ApprovalChoice.USE:
             return found.approval_id
         if found is not None and chosen.choice is ApprovalChoice.WAIT:
             return _approval_required(found, now)
+        if found is not None and chosen.choice is ApprovalChoice.EDITED:
+            # A person approved other arguments in this payload's place (gateway/gate/approval_edits.py).
+            approved = await self.store.get_blob(found.payload_sha256)
+            return await self._reject(info, spec.name, digest, edited_refusal(found, approved), size)
         if found is not None and chosen.choice is ApprovalChoice.DENIED:
-            refusal = Refusal(
-                Code.APPROVAL_DENIED,
-                f"not executed: a person denied this exact payload (approval {found.approval_id}"
-                + (f", note: {found.note[:200]}" if found.note else "")
-                + "); it stays refused: change the arguments, or ask again with warrant_propose giving evidence "
-                "and a rationale",
-                approval_id=found.approval_id,
-                note=found.note,
-            )
-            return await self._reject(info, spec.name, digest, refusal, size)
+            return await self._reject(info, spec.name, digest, denied_refusal(found), size)
         # `renew`: the newest one lapsed, and the answer names it beside the fresh one; else `request`.
         lapsed = found if chosen.choice is ApprovalChoice.RENEW else None
         request = ApprovalRequest(
@@ -839,6 +836,7 @@ class Gate:
             self._remember(info)
         run = info.run
         pending = await self.store.list_approvals(run.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
+        decided = await self._decided_for_model(run)
         refusal = lease_refusal(run.snapshot(), info.epoch, self.clock.now())
         return {
             "run_id": run.run_id,
@@ -865,7 +863,42 @@ class Gate:
                 }
                 for a in pending.items
             ],
+            # What a person answered that the model must act on: an edit to send, a denial's message.
+            "decided_approvals": decided,
         }
+
+    async def _decided_for_model(self, run: RunRecord, most: int = 10) -> list[dict[str, Any]]:
+        """The run's newest approvals a person edited (not yet used) or denied, as the model reads them:
+        the approved arguments to send verbatim, the approver's message (gateway/gate/approval_edits.py)."""
+        shown: list[dict[str, Any]] = []
+        for status in (ApprovalStatus.APPROVED, ApprovalStatus.DENIED):
+            listed = await self.store.list_approvals(run.tenant, status=status, run_id=run.run_id, limit=200)
+            for a in listed.items[-most:]:
+                if status is ApprovalStatus.APPROVED and a.proposed_sha256 is None:
+                    continue
+                arguments = await self.store.get_blob(a.payload_sha256) if a.proposed_sha256 else None
+                answer = edited_refusal(a, arguments) if a.proposed_sha256 else denied_refusal(a)
+                shown.append(
+                    {
+                        "approval_id": a.approval_id,
+                        "tool": a.tool,
+                        "decision": "edited" if a.proposed_sha256 else "denied",
+                        "code": answer.code,
+                        "proposed_sha256": a.proposed_sha256 or a.payload_sha256,
+                        "payload_sha256": a.payload_sha256,
+                        "arguments": arguments,
+                        "message": answer.details.get("note"),
+                        "valid_until": isoformat(a.valid_until),
+                        "what_to_do": answer.message.removeprefix("not executed: "),
+                    }
+                )
+        return shown
+
+    async def checked_edit(self, approval: ApprovalRecord, arguments: Any) -> ApprovalEdit:
+        """An approver's edited payload for `approval`, checked as the run's own call would be
+        (gateway/gate/approval_edits.py). Raises: NotFound; InvalidRequest `edit_outside_authority`."""
+        run = await self.store.get_run(approval.tenant, approval.run_id)
+        return checked_edit(await self._spec(approval.tool), self.terms_of(run), approval, arguments)
 
 
 def revised_refusal(spec_version: str) -> Refusal:

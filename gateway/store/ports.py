@@ -46,6 +46,7 @@ from gateway.store.records import (
     AdmitResult,
     AlertDraft,
     AlertRecord,
+    ApprovalEdit,
     ApprovalPending,
     ApprovalRecord,
     ApprovalRequest,
@@ -423,10 +424,18 @@ class ApprovalStore(Protocol):
         """
 
     async def decide_approval(
-        self, principal: Principal, approval_id: str, *, approve: bool, note: str | None, expected_sha256: str | None
+        self,
+        principal: Principal,
+        approval_id: str,
+        *,
+        approve: bool,
+        note: str | None,
+        expected_sha256: str | None,
+        edit: ApprovalEdit | None = None,
     ) -> ApprovalRecord:
         """Raises: NotFound; Forbidden (own request, creator, role); Conflict `approval_not_pending`,
-        `approval_expired`; InvalidRequest `payload_mismatch`."""
+        `approval_expired`; InvalidRequest `payload_mismatch`. With `edit` (approve only), the approval
+        binds the edited payload from then on and keeps the proposal's hash as `proposed_sha256`."""
 
     async def get_approval(self, tenant: str, approval_id: str) -> ApprovalRecord: ...
 

@@ -222,6 +222,16 @@ class SettleResult:
 
 
 @dataclass(frozen=True)
+class ApprovalEdit:
+    """An approver's edited payload, checked against the run's authority before the store is asked
+    (gateway/service.py): what the approval binds instead of the proposal, and where it goes."""
+
+    payload: Any
+    payload_sha256: str
+    destination: str | None
+
+
+@dataclass(frozen=True)
 class ApprovalRequest:
     run_id: str
     tool: str
@@ -244,6 +254,9 @@ class ApprovalRequest:
     approvers: tuple[str, ...] | None = None
     escalate_after: float | None = None
     destination: str | None = None
+    # The payload the agent proposed, when the approver approved an edited version of it (then
+    # payload_sha256 is the edited one's); None: approved, or pending, as proposed.
+    proposed_sha256: str | None = None
 
     @property
     def requirement(self) -> Requirement:
@@ -279,6 +292,9 @@ class ApprovalRecord:
     approvers: tuple[str, ...] | None = None
     escalate_at: float | None = None  # when the watchdog raises approval_escalated if still undecided
     destination: str | None = None
+    # The payload the agent proposed, when the approver approved an edited version of it (then
+    # payload_sha256 is the edited one's); None: approved, or pending, as proposed.
+    proposed_sha256: str | None = None
 
     @property
     def requirement(self) -> Requirement:

@@ -6,6 +6,8 @@ sees none of it and decides nothing."""
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 
 import pytest
@@ -121,3 +123,33 @@ async def test_an_approver_of_another_tenant_sees_none_of_it(page: Page, served:
     answer = await navigation.value
     assert answer is not None and answer.status == 404
     assert await approval_status(served, approval_id) == (200, "pending")
+
+
+async def test_edit_and_approve_in_the_browser_the_agent_is_told_and_sends_the_edit(page: Page, served: Served) -> None:
+    # docs/decisions/0032-approve-edited.md: the textarea comes prefilled, a bad edit is shown on the page.
+    run_id = await served.create_run("Send the vendor notes to a partner")
+    token = await served.lease(run_id)
+    approval_id, arguments = await pending_approval(served, token, to=partner())
+    edited = {**arguments, "to": partner()}
+
+    await sign_in(page, served, "appr")
+    await page.goto(f"{served.url}/console/approvals/{approval_id}")
+    form = page.locator("#edit-form")
+    area = form.get_by_label("Payload")
+    await expect(area).to_have_value(re.compile(re.escape(arguments["to"])))
+    await area.fill('{"to": "' + edited["to"] + '"}')  # note_id left out: the tool's schema requires it
+    await form.get_by_role("button", name="Edit and approve").click()
+    await expect(page.locator("#edit-error")).to_contain_text("edit_outside_authority")
+    assert await approval_status(served, approval_id) == (200, "pending")
+
+    await page.locator("#edit-form").get_by_label("Payload").fill(json.dumps(edited))
+    await page.locator("#edit-form").get_by_role("button", name="Edit and approve").click()
+    await expect(page.locator("#status")).to_have_text("approved")
+    await expect(page.locator("#edit-changes")).to_contain_text(edited["to"])
+
+    told = await served.call(token, "notes__send", arguments)
+    assert code_of(told) == "approval_edited" and told.structured_content is not None, told
+    assert told.structured_content["error"]["arguments"] == edited
+    sent = await served.call(token, "notes__send", told.structured_content["error"]["arguments"])
+    assert code_of(sent) is None, sent
+    assert await approval_status(served, approval_id) == (200, "used")

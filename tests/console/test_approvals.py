@@ -5,6 +5,7 @@ its session's CSRF token; an approver lands on the inbox after sign-in."""
 from __future__ import annotations
 
 import html
+import json
 import re
 from typing import Any
 
@@ -216,3 +217,89 @@ async def test_an_expired_approval_says_so_and_offers_no_decision(api: Api) -> N
     assert "expired" in inbox.text
     assert 'id="time-left" class="left-expired">expired' in page.text and 'name="payload_sha256"' not in page.text
     assert r.status_code == 409 and "approval_expired" in r.text
+
+
+# -- edit and approve; a denial's message (docs/decisions/0032-approve-edited.md) ---------------
+EDIT_AREA = re.compile(r'<textarea name="arguments" rows="10" id="edit-arguments">(.*?)</textarea>', re.S)
+
+
+async def test_edit_and_approve_from_the_page_binds_the_edit_and_shows_it_against_the_proposal(api: Api) -> None:
+    pending = await asked(api, "bob@example.com")
+    approval_id = pending["approval_id"]
+    async with signed_in(api, "key-appr") as browser:
+        page = await browser.get(f"/console/approvals/{approval_id}")
+        found = EDIT_AREA.search(page.text)
+        assert found is not None and json.loads(html.unescape(found.group(1))) == {"to": "bob@example.com"}
+        form = {"csrf": csrf_of(page.text), "payload_sha256": shown_hash(page.text)}
+
+        # Not JSON, not an object, outside the schema: shown on the page with the text as typed, nothing decided.
+        for text, code in (
+            ("{to: carol", "invalid_json"),
+            ("[1]", "invalid_json"),
+            ('{"to": 5}', "edit_outside_authority"),
+        ):
+            r = await browser.post(f"/console/approvals/{approval_id}/edit", data={**form, "arguments": text})
+            assert r.status_code == 422, text
+            assert 'id="edit-error"' in r.text and code in r.text
+            edit_area = EDIT_AREA.search(r.text)
+            assert edit_area is not None and html.unescape(edit_area.group(1)) == text
+            assert await status_of(api, approval_id) is ApprovalStatus.PENDING
+        # Without the session's CSRF token: refused, nothing decided.
+        r = await browser.post(
+            f"/console/approvals/{approval_id}/edit",
+            data={**form, "csrf": "forged", "arguments": '{"to": "carol@example.com"}'},
+        )
+        assert r.status_code == 403 and await status_of(api, approval_id) is ApprovalStatus.PENDING
+
+        r = await browser.post(
+            f"/console/approvals/{approval_id}/edit",
+            data={**form, "arguments": '{"to": "carol@example.com"}', "note": "Carol, not Bob"},
+        )
+        assert (r.status_code, r.headers["location"]) == (303, f"/console/approvals/{approval_id}")
+        after = await browser.get(r.headers["location"])
+    assert 'id="status">approved' in after.text and 'id="edit-changes"' in after.text
+    assert f'id="proposed-sha256">{pending["payload_sha256"]}' in after.text
+    shown = html.unescape(after.text)
+    assert '-  "to": "bob@example.com"' in shown and '+  "to": "carol@example.com"' in shown
+    told = await api.gateway.gate.call(pending["token"], "shop__order", {"to": "bob@example.com"})
+    assert told.code == "approval_edited" and told.structured is not None
+    assert told.structured["error"]["arguments"] == {"to": "carol@example.com"}
+    assert (await api.gateway.gate.call(pending["token"], "shop__order", {"to": "carol@example.com"})).code is None
+    assert api.effects == [{"to": "carol@example.com"}]
+
+
+async def test_a_stale_page_cannot_edit_and_approve_a_replaced_proposal(api: Api) -> None:
+    first = await asked(api, "bob@example.com")
+    async with signed_in(api, "key-appr") as browser:
+        stale = await browser.get(f"/console/approvals/{first['approval_id']}")
+        await asked(api, "eve@example.com", token=first["token"])
+        r = await browser.post(
+            f"/console/approvals/{first['approval_id']}/edit",
+            data={
+                "csrf": csrf_of(stale.text),
+                "payload_sha256": shown_hash(stale.text),
+                "arguments": '{"to": "carol@example.com"}',
+            },
+        )
+    assert r.status_code == 409 and "approval_not_pending" in r.text
+    assert await status_of(api, first["approval_id"]) is ApprovalStatus.SUPERSEDED
+    assert api.effects == []
+
+
+async def test_the_deny_form_carries_a_message_the_model_reads(api: Api) -> None:
+    pending = await asked(api, "bob@example.com")
+    async with signed_in(api, "key-appr") as browser:
+        page = await browser.get(f"/console/approvals/{pending['approval_id']}")
+        assert "Message for the agent" in page.text
+        r = await browser.post(
+            f"/console/approvals/{pending['approval_id']}/deny",
+            data={
+                "csrf": csrf_of(page.text),
+                "payload_sha256": shown_hash(page.text),
+                "note": "Bob left.\r\nWrite to sales@example.com.",
+            },
+        )
+        assert r.status_code == 303
+    denied = await api.gateway.gate.call(pending["token"], "shop__order", {"to": "bob@example.com"})
+    assert denied.code == "approval_denied" and denied.structured is not None
+    assert denied.structured["error"]["note"] == "Bob left.\nWrite to sales@example.com."

@@ -232,6 +232,35 @@ async def test_a_pinned_hash_that_is_not_the_payload_is_refused_payload_mismatch
         assert (await api.get(f"/api/approvals/{approval_id}")).json()["status"] == "pending"
 
 
+async def test_an_approver_approves_an_edited_payload_from_a_file_and_from_stdin(served: Served) -> None:
+    run_id = await served.new_run()
+    token = (await served.ok("op", "leases", "acquire", run_id)).strip()
+    proposed = {"note_id": "note-x", "to": "dan@partner.example"}
+    edited = {"note_id": "note-x", "to": "erin@partner.example"}
+    with anyio.fail_after(WAIT):
+        async with served.agent(token) as agent:
+            asked = await agent.call_tool("notes__send", proposed)
+    approval_id = structured(asked)["error"]["approval_id"]
+    bad = await served.warrant("appr", "approvals", "approve", approval_id, "--arguments", "-", stdin="[1]")
+    assert bad.returncode == 1 and "[invalid_json]" in bad.stderr
+    outside = await served.warrant(
+        "appr", "approvals", "approve", approval_id, "--arguments", "-", stdin='{"to": "erin@partner.example"}'
+    )
+    assert outside.returncode == 1 and "[edit_outside_authority]" in outside.stderr  # note_id is required
+
+    path = served.tmp / "edited.json"
+    path.write_text(json.dumps(edited))
+    approved = await served.ok("appr", "approvals", "approve", approval_id, "--arguments", str(path))
+    assert '-  "to": "dan@partner.example"' in approved and '+  "to": "erin@partner.example"' in approved
+    assert f"{approval_id}: approved, edited (sha256 " in approved
+    with anyio.fail_after(WAIT):
+        async with served.agent(token) as agent:
+            told = structured(await agent.call_tool("notes__send", proposed))["error"]
+            assert (told["code"], told["arguments"]) == ("approval_edited", edited)
+            sent = await agent.call_tool("notes__send", told["arguments"])
+    assert code_of(sent) is None and structured(sent)["to"] == "erin@partner.example"
+
+
 # -- usage and the pilot report --------------------------------------------------------------
 async def test_reported_usage_and_a_tool_call_add_up_in_the_report(served: Served) -> None:
     run_id = await served.new_run()

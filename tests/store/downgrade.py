@@ -45,6 +45,10 @@ UNDO: dict[int, Any] = {
         (f"ALTER TABLE approvals DROP COLUMN {c}", ())
         for c in ("blocks_run", "approvers", "escalate_at", "destination")
     ],
+    32: lambda _: [  # approving an edited payload (docs/decisions/0032-approve-edited.md)
+        ("DROP INDEX approvals_proposed", ()),
+        ("ALTER TABLE approvals DROP COLUMN proposed_sha256", ()),
+    ],
     33: lambda _: [("ALTER TABLE signals DROP COLUMN payload_purged_at", ())],  # signal payloads purged
 }
 

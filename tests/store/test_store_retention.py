@@ -245,4 +245,16 @@ async def test_a_purge_on_request_takes_an_ended_runs_signals_with_its_bodies_an
     whole = await world.store.purge_bodies(PurgeScope(tenant=TENANT, run_id=run.run_id), by="ops", reason="GDPR")
     assert (whole.signals, whole.runs) == (1, [run.run_id])
     assert (await the_signal(world, run.run_id)).payload is None
+
+
+async def test_a_purge_keeps_the_proposal_an_approved_edit_is_read_against(world: World) -> None:
+    # docs/decisions/0032-approve-edited.md: the edit's diff shows the proposal while the edit is unused.
+    run = await world.new_run()
+    write = await world.action(await world.call(run.token, "t__write", {"text": "shared"}))
+    edited = await world.edit(await world.call(run.token, "t__approve", {"text": "shared"}), {"text": "edited"})
+    assert edited.proposed_sha256 == write.payload_sha256  # one body, named by the write and the edit
+    actions, _, _ = await purge_all(world)
+    assert actions >= 1
+    assert await world.store.get_blob(write.payload_sha256) == {"text": "shared"}
+    assert await world.store.get_blob(edited.payload_sha256) == {"text": "edited"}
     assert (await world.store.verify_ledger()).ok

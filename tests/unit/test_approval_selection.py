@@ -40,6 +40,7 @@ class _Approval:
     requirement: Requirement = RULE
     decide_by: float = NOW + HOUR
     valid_until: float | None = None
+    payload_sha256: str = "p" * 64
 
 
 def _approved(approval_id: str = "apr_1", valid_until: float = NOW + HOUR) -> _Approval:
@@ -55,6 +56,7 @@ def _choice(*approvals: _Approval, call: ApprovalCall = CALL) -> tuple[ApprovalC
 EXPECTED_RULES = [
     (ApprovalChoice.USE, None),
     (ApprovalChoice.WAIT, "approval_required"),
+    (ApprovalChoice.EDITED, "approval_edited"),
     (ApprovalChoice.DENIED, "approval_denied"),
     (ApprovalChoice.RENEW, "approval_expired"),
     (ApprovalChoice.REQUEST, "approval_required"),
@@ -73,6 +75,36 @@ def test_the_module_docstring_shows_the_same_table() -> None:
     assert [(when, choice) for when, choice, _ in rows] == [(r.when, f"`{r.choice.value}`") for r in CHOICE_RULES]
     for (_, _, answer), rule in zip(rows, CHOICE_RULES, strict=True):
         assert rule.answer is None or f"`{rule.answer}`" in answer
+
+
+# -- an edit approved in the payload's place (docs/decisions/0032-approve-edited.md) -------------
+PROPOSED = replace(CALL, payload_sha256="p" * 64)  # the call sends the payload the agent proposed
+EDIT = "e" * 64
+
+
+def _edit(status: ApprovalStatus = St.APPROVED, approval_id: str = "apr_e") -> _Approval:
+    return _Approval(approval_id, status, valid_until=NOW + HOUR, payload_sha256=EDIT)
+
+
+@pytest.mark.parametrize("status", [St.APPROVED, St.USED, St.EXPIRED])
+def test_the_payload_an_edit_replaced_is_answered_with_the_edit_never_admitted(status: ApprovalStatus) -> None:
+    assert _choice(_edit(status), call=PROPOSED) == (ApprovalChoice.EDITED, "apr_e")
+
+
+def test_the_edited_payload_itself_uses_the_approval() -> None:
+    assert _choice(_edit(), call=replace(CALL, payload_sha256=EDIT)) == (ApprovalChoice.USE, "apr_e")
+
+
+def test_an_edit_is_never_used_for_the_payload_it_replaced_even_beside_an_older_approval() -> None:
+    # An older approval of the proposed payload, still valid: the edit, newer, is what the person said last.
+    assert _choice(_edit(), _approved("apr_old"), call=PROPOSED) == (ApprovalChoice.USE, "apr_old")
+    assert _choice(_edit(St.USED), _approved("apr_old"), call=PROPOSED) == (ApprovalChoice.USE, "apr_old")
+    assert _choice(_edit(), _Approval("apr_d", St.DENIED), call=PROPOSED) == (ApprovalChoice.EDITED, "apr_e")
+
+
+def test_an_edit_asked_under_other_terms_does_not_answer() -> None:
+    stale = replace(_edit(), spec_version="v0")
+    assert _choice(stale, call=PROPOSED) == (ApprovalChoice.REQUEST, None)
 
 
 def test_an_approved_approval_still_valid_is_used() -> None:

@@ -41,6 +41,7 @@ BEYOND_DESIGN = {
     "shared_limit",  # docs/decisions/0028-shared-limits.md
     "wait_invalid",
     "wait_open",
+    "approval_edited",  # docs/decisions/0032-approve-edited.md
 }
 
 

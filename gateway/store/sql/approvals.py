@@ -14,6 +14,7 @@ from gateway.domain.watch import Alert
 from gateway.errors import Code, Conflict, Forbidden, InvalidRequest, NotFound
 from gateway.ids import new_id
 from gateway.store.records import (
+    ApprovalEdit,
     ApprovalPending,
     ApprovalRecord,
     ApprovalRequest,
@@ -37,10 +38,14 @@ from gateway.store.sql.rows import (
 class ApprovalOps(EndingOps):
     # -- approvals -------------------------------------------------------------------------
     async def approvals_for(self, run_id: str, tool: str, payload_sha256: str) -> list[ApprovalRecord]:
+        # Also those a person approved in an edited version of this payload (proposed_sha256): the
+        # choice answers with them, never uses them (gateway/domain/approval_selection.py).
         def read(conn: Conn) -> list[ApprovalRecord]:
             rows = conn.execute(
-                "SELECT * FROM approvals WHERE run_id = ? AND tool = ? AND payload_sha256 = ? ORDER BY seq DESC",
-                (run_id, tool, payload_sha256),
+                "SELECT * FROM approvals WHERE run_id = ? AND tool = ? AND payload_sha256 = ? "
+                "UNION ALL SELECT * FROM approvals WHERE run_id = ? AND tool = ? AND proposed_sha256 = ? "
+                "AND payload_sha256 <> ? ORDER BY seq DESC",
+                (run_id, tool, payload_sha256, run_id, tool, payload_sha256, payload_sha256),
             ).fetchall()
             return [approval_from_row(r) for r in rows]
 
@@ -167,8 +172,18 @@ class ApprovalOps(EndingOps):
         self._event(conn, run_id, "approval_superseded", now, approval_id=approval_id, reason=reason, replaced_by=by)
 
     async def decide_approval(
-        self, principal: Principal, approval_id: str, *, approve: bool, note: str | None, expected_sha256: str | None
+        self,
+        principal: Principal,
+        approval_id: str,
+        *,
+        approve: bool,
+        note: str | None,
+        expected_sha256: str | None,
+        edit: ApprovalEdit | None = None,
     ) -> ApprovalRecord:
+        if edit is not None and not approve:
+            raise InvalidRequest("only an approval may carry edited arguments", code=Code.INVALID_REQUEST)
+
         def tx(conn: Conn) -> ApprovalRecord | Conflict:
             now = self._clock.now()
             row = conn.execute(
@@ -208,6 +223,18 @@ class ApprovalOps(EndingOps):
                 "WHERE approval_id = ?",
                 (status.value, principal.name, now, note, now + approval.valid_for if approve else None, approval_id),
             )
+            bound = approval.payload_sha256
+            if edit is not None and edit.payload_sha256 != approval.payload_sha256:
+                if row["milestone_id"] is not None:
+                    raise InvalidRequest("a milestone's review has no payload to edit", code=Code.INVALID_REQUEST)
+                # The approval binds the edit from now on; the proposal's hash stays beside it.
+                put_blob(conn, edit.payload, now)
+                conn.execute(
+                    "UPDATE approvals SET payload_sha256 = ?, proposed_sha256 = ?, destination = ? "
+                    "WHERE approval_id = ?",
+                    (edit.payload_sha256, approval.payload_sha256, edit.destination, approval_id),
+                )
+                bound = edit.payload_sha256
             self._event(
                 conn,
                 run.run_id,
@@ -216,8 +243,14 @@ class ApprovalOps(EndingOps):
                 approval_id=approval_id,
                 by=principal.name,
                 note=note,
-                payload_sha256=approval.payload_sha256,
+                payload_sha256=bound,
                 valid_until=isoformat(now + approval.valid_for) if approve else None,
+                # Hashes only, as every entry: the edit's body is a blob, like the proposal's.
+                **(
+                    {"proposed_sha256": approval.payload_sha256, "edited": True}
+                    if bound != approval.payload_sha256
+                    else {}
+                ),
             )
             if row["milestone_id"] is not None:
                 review_decided(self, conn, approval, approve=approve, by=principal.name, note=note, now=now)

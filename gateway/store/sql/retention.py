@@ -162,6 +162,7 @@ class RetentionOps(SqlBase):
                 f"SELECT payload_sha256, run_id FROM actions WHERE payload_sha256 IN ({marks})",
                 f"SELECT result_sha256, run_id FROM actions WHERE result_sha256 IN ({marks})",
                 f"SELECT payload_sha256, run_id FROM approvals WHERE payload_sha256 IN ({marks})",
+                f"SELECT proposed_sha256, run_id FROM approvals WHERE proposed_sha256 IN ({marks})",
             ):
                 for sha256, run_id in conn.execute(statement, chunk).fetchall():
                     named.setdefault(sha256, set()).add(run_id)
@@ -184,6 +185,9 @@ class RetentionOps(SqlBase):
             for statement in (
                 "SELECT payload_sha256 FROM approvals WHERE status IN ('pending', 'approved') "
                 f"AND payload_sha256 IN ({marks})",
+                # An approved edit's proposal: what the approver's diff is read against.
+                "SELECT proposed_sha256 FROM approvals WHERE status IN ('pending', 'approved') "
+                f"AND proposed_sha256 IN ({marks})",
                 f"SELECT body_sha256 FROM checkpoints WHERE body_sha256 IN ({marks})",
                 f"SELECT evidence_sha256 FROM milestones WHERE evidence_sha256 IN ({marks})",
             ):

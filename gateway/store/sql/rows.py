@@ -272,6 +272,7 @@ def approval_from_row(row: Row) -> ApprovalRecord:
         approvers=tuple(json.loads(row["approvers"])) if row["approvers"] is not None else None,
         escalate_at=row["escalate_at"],
         destination=row["destination"],
+        proposed_sha256=row["proposed_sha256"],
     )
 
 
