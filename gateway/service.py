@@ -21,6 +21,7 @@ from gateway.domain.approvals import policy_problems
 from gateway.domain.contract import ApprovalRule, Contract, parse_contract
 from gateway.domain.keys import ApiKey
 from gateway.domain.lifecycle import ActionStatus, RunEvent, transition
+from gateway.domain.retries import narrowing_problems
 from gateway.domain.revision import Change, Effect, classify, merge_patch, require_narrowing
 from gateway.domain.roles import permits
 from gateway.domain.settlement import SettleKind, Settlement
@@ -74,6 +75,13 @@ class Gateway:
                 f"the contract's approval rules ask less than the gateway's policy ({len(problems)} field(s))",
                 code=Code.APPROVAL_LOOSER_THAN_POLICY,
                 problems=problems,
+            )
+        looser = narrowing_problems(contract.retries, self.catalog.retry_floor())
+        if looser:
+            raise InvalidRequest(
+                f"the contract's retries ask more than the gateway's policy ({len(looser)} field(s))",
+                code=Code.RETRIES_LOOSER_THAN_POLICY,
+                problems=looser,
             )
 
     def decides_for_every_tenant(self, principal: Principal) -> bool:

@@ -41,6 +41,7 @@ BEYOND_DESIGN = {
     "shared_limit",  # docs/decisions/0028-shared-limits.md
     "wait_invalid",
     "wait_open",
+    "retry_limit",  # docs/decisions/0030-retries.md
 }
 
 
