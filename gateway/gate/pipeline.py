@@ -335,6 +335,15 @@ class Gate:
             return await self._reject(info, tool, digest, refusal, size)
         return await self._call(info, tool, arguments, digest, operation_id, size=size, task_id=task_id)
 
+    async def call_as(self, info: TokenInfo, tool: str, arguments: Any, operation_id: str) -> CallResult:
+        """A call made as `info`'s lease holder by someone else (an operator's dead-letter retry,
+        gateway/gate/operator_calls.py): every step after authentication, nothing renewed."""
+        try:
+            body = canonical_json(arguments)
+        except ValueError:
+            return CallResult.refused(Refusal(Code.INVALID_ARGUMENTS, "the arguments are not canonical JSON"))
+        return await self._call(info, tool, arguments, sha256_hex(body), operation_id, size=len(body))
+
     async def _spec(self, tool: str) -> ToolSpec | None:
         """Gate step 2: the catalog's entry. A definition that does not match its pin is checked
         against the store's pins once more: another replica may have accepted it."""
@@ -902,6 +911,7 @@ class Gate:
         run = info.run
         pending = await self.store.list_approvals(run.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
         refusal = lease_refusal(run.snapshot(), info.epoch, self.clock.now())
+        letters = await self.store.list_dead_letters(run.tenant, run.run_id)
         return {
             "run_id": run.run_id,
             "status": run.status.value,
@@ -926,6 +936,11 @@ class Gate:
                     "valid_for": a.valid_for,
                 }
                 for a in pending.items
+            ],
+            # Operation ids given up after their retry policy's max_attempts (docs/retries.md): never
+            # resend one; an operator retries, resolves or drops it.
+            "dead_letters": [
+                {k: v for k, v in d.view().items() if k not in ("run_id", "last_message")} for d in letters
             ],
         }
 

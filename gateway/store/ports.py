@@ -771,6 +771,10 @@ class RetryStore(Protocol):
         action's lease is no longer current or the run not live, or this failure uses the last of
         the contract's `attempts` budget."""
 
+    async def current_lease_hash(self, run_id: str) -> str | None:
+        """The hash of the run's current lease token (None: no lease was ever granted): what an
+        operator's call through the gate is fenced by (gateway/gate/operator_calls.py)."""
+
     async def list_dead_letters(self, tenant: str, run_id: str) -> list[DeadLetterRecord]:
         """The run's dead letters, oldest first. Raises: NotFound (also another tenant's run)."""
 

@@ -147,6 +147,17 @@ class RetryOps(SqlBase):
         self._raise_alert(conn, Alert(action.run_id, tenant, "dead_letter", dead_letter_id, data), now)
         return dead_letter_id
 
+    async def current_lease_hash(self, run_id: str) -> str | None:
+        def read(conn: Conn) -> str | None:
+            row = conn.execute(
+                "SELECT l.token_hash FROM leases l JOIN runs r ON r.run_id = l.run_id AND l.epoch = r.epoch "
+                "WHERE r.run_id = ?",
+                (run_id,),
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self._db.read(read)
+
     async def list_dead_letters(self, tenant: str, run_id: str) -> list[DeadLetterRecord]:
         def read(conn: Conn) -> list[DeadLetterRecord]:
             self._run_row(conn, run_id, tenant)  # NotFound for another tenant's run
