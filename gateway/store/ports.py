@@ -98,6 +98,7 @@ __all__ = [
     "ReconcileStore",
     "RecordStore",
     "RetentionStore",
+    "RetryStore",
     "RunStore",
     "Store",
     "UsageStore",
