@@ -28,7 +28,7 @@ from gateway.store.retry_records import DeadLetterStatus
 @endpoint("runs.read")
 async def list_dead_letters(request: Request, principal: Principal, gateway: Gateway) -> Response:
     letters = await gateway.store.list_dead_letters(principal.tenant, request.path_params["run_id"])
-    return JSONResponse({"items": [d.view() for d in letters]})
+    return JSONResponse({"items": [d.view() for d in letters], "next_cursor": None})
 
 
 @endpoint("actions.resolve")
