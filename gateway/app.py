@@ -24,6 +24,7 @@ from starlette.types import ASGIApp
 from gateway import accelerators
 from gateway.adapters.base import Adapter
 from gateway.api.connections import routes as connection_routes
+from gateway.api.dead_letters import routes as dead_letter_routes
 from gateway.api.health import healthz, metrics
 from gateway.api.host_guard import HostGuard, guards
 from gateway.api.keys import routes as key_routes
@@ -256,6 +257,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extra_adapters
         *connection_routes,
         *lineage_routes,
         *signal_routes,
+        *dead_letter_routes,
         *report_routes,
         *retention_routes,
         *(oauth_routes(authorization) if authorization is not None else []),

@@ -16,6 +16,7 @@ error as the value it answers.
     ├── NotFound                        not_found                  (HTTP 404, also another tenant's)
     ├── InvalidRequest                  invalid_request / invalid_contract / payload_mismatch (400/409/422)
     │                                   approval_looser_than_policy (422, docs/policy.md)
+    │                                   retries_looser_than_policy (422, docs/retries.md)
     ├── DamagedRecord                   record_damaged (HTTP 500: a row changed behind the gateway's back)
     ├── Conflict                        lease_held / invalid_transition / approval_not_pending (409)
     │                                   successor_exists (names successor_run_id) / successor_of_child
@@ -113,6 +114,9 @@ class Code(StrEnum):
     # Waits (docs/decisions/0027-waits.md).
     WAIT_INVALID = "wait_invalid"
     WAIT_OPEN = "wait_open"
+    # Retry policies (docs/decisions/0030-retries.md): an operation id whose failed attempts reached
+    # the tool's max_attempts is given up to a dead letter; an operator decides what becomes of it.
+    RETRY_LIMIT = "retry_limit"
     # The gateway is shutting down (docs/operations.md): nothing was done; retry (another replica).
     DRAINING = "draining"
 
@@ -124,6 +128,7 @@ class Code(StrEnum):
     INVALID_JSON = "invalid_json"
     INVALID_CURSOR = "invalid_cursor"
     APPROVAL_LOOSER_THAN_POLICY = "approval_looser_than_policy"
+    RETRIES_LOOSER_THAN_POLICY = "retries_looser_than_policy"
     AMOUNT_OUT_OF_RANGE = "amount_out_of_range"
     CONFLICT = "conflict"
     INVALID_TRANSITION = "invalid_transition"
@@ -230,6 +235,7 @@ CALL_CODES: frozenset[Code] = frozenset(
         Code.TASK_NOT_RUNNING,
         Code.WAIT_INVALID,
         Code.WAIT_OPEN,
+        Code.RETRY_LIMIT,
         Code.DRAINING,
     }
 )

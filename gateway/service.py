@@ -21,16 +21,19 @@ from gateway.domain.approvals import policy_problems
 from gateway.domain.contract import ApprovalRule, Contract, parse_contract
 from gateway.domain.keys import ApiKey
 from gateway.domain.lifecycle import ActionStatus, RunEvent, transition
+from gateway.domain.retries import narrowing_problems
 from gateway.domain.revision import Change, Effect, classify, merge_patch, require_narrowing
 from gateway.domain.roles import permits
 from gateway.domain.settlement import SettleKind, Settlement
 from gateway.domain.units import parse_money
 from gateway.errors import Code, Conflict, InvalidRequest
-from gateway.gate.pipeline import Gate
+from gateway.gate.operator_calls import call_for_operator, retry_operation_id
+from gateway.gate.pipeline import META_BUDGET, META_REPLAYED, CallResult, Gate
 from gateway.gate.reconcile import reconcile_run
 from gateway.runtime.watchdog import Watchdog
 from gateway.store.ports import Store
 from gateway.store.records import ActionRecord, ApprovalRecord, Principal, RunRecord
+from gateway.store.retry_records import DeadLetterRecord, DeadLetterStatus
 from gateway.tools.progress import Progress, recheck_view
 
 log = logging.getLogger("warrant.service")
@@ -75,6 +78,13 @@ class Gateway:
                 code=Code.APPROVAL_LOOSER_THAN_POLICY,
                 problems=problems,
             )
+        looser = narrowing_problems(contract.retries, self.catalog.retry_floor())
+        if looser:
+            raise InvalidRequest(
+                f"the contract's retries ask more than the gateway's policy ({len(looser)} field(s))",
+                code=Code.RETRIES_LOOSER_THAN_POLICY,
+                problems=looser,
+            )
 
     def decides_for_every_tenant(self, principal: Principal) -> bool:
         """Whether `principal` may make a gateway-wide decision (accept a tool pin every tenant's
@@ -111,6 +121,35 @@ class Gateway:
         return await self.store.decide_approval(
             principal, approval_id, approve=approve, note=note, expected_sha256=expected_sha256, edit=edit
         )
+
+    async def retry_dead_letter(
+        self, principal: Principal, dead_letter_id: str, reason: str
+    ) -> tuple[DeadLetterRecord, CallResult]:
+        """An operator's retry of a dead letter: its original call through the gate under a fresh
+        operation id (gateway/gate/operator_calls.py). A call the gate admitted marks the dead letter
+        `retried`, linked to the new action, whatever its outcome; a refused one (a paused run, an
+        approval asked for) leaves it open. Raises: NotFound; Conflict `invalid_transition`."""
+        letter = await self.store.get_dead_letter(principal.tenant, dead_letter_id)
+        if letter.status is not DeadLetterStatus.OPEN:
+            raise Conflict(
+                f"dead letter {dead_letter_id} was already decided ({letter.status.value})",
+                code=Code.INVALID_TRANSITION,
+                status=letter.status.value,
+            )
+        arguments = await self.store.get_blob(letter.payload_sha256)
+        if arguments is None:
+            raise Conflict(f"the payload of dead letter {dead_letter_id} was purged", code=Code.INVALID_TRANSITION)
+        result = await call_for_operator(
+            self.gate, letter.run_id, letter.tool, arguments, retry_operation_id(dead_letter_id)
+        )
+        action_id = result.meta.get("warrant/action_id")
+        # Dispatched (it carries the budget left) or the replay of an earlier retry; not a refusal.
+        admitted = META_BUDGET in result.meta or result.meta.get(META_REPLAYED) is True
+        if admitted and isinstance(action_id, str):
+            letter = await self.store.decide_dead_letter(
+                principal, dead_letter_id, DeadLetterStatus.RETRIED, reason, retried_action_id=action_id
+            )
+        return letter, result
 
     async def pause(self, principal: Principal, run_id: str, reason: str | None) -> RunRecord:
         return await self.store.pause(principal, run_id, reason)

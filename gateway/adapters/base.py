@@ -48,6 +48,9 @@ class CallRequest:
     idempotency_key: str | None  # minted by the gateway for writes; the destination deduplicates on it
     timeout: float
     write: bool = True  # a read may be retried by the adapter within its timeout; a write never is
+    # The tool has a retry policy: the gate retries, each attempt a ledger entry, so the adapter
+    # makes one attempt and marks a transient end (`Outcome.transient`) instead of looping itself.
+    one_attempt: bool = False
 
 
 class OutcomeKind(StrEnum):
@@ -69,6 +72,11 @@ class Outcome:
     message: str | None = None
     # A success whose result was over the gateway's cap: the bytes seen (at least), the body not kept.
     withheld: int | None = None
+    # One attempt of a retried tool (CallRequest.one_attempt) that is worth asking again: the
+    # transient code it ended in (upstream_unavailable, rate_limited), and the destination's
+    # Retry-After in seconds when it sent one.
+    transient: str | None = None
+    retry_after: float | None = None
 
     def spend(self, currency: str) -> int | None:
         """The actual cost in minor units of `currency`, if the destination reported one (rounded up)."""
@@ -124,6 +132,12 @@ class Adapter(abc.ABC):
         """Where a call of `tool` (the adapter's own name) with `arguments` goes, in a line an approver
         reads beside the payload. Never a secret: no credentials, no base URL (it may hold one)."""
         return f"tool {tool} of adapter {self.name}"
+
+    def keyed(self, tool: str) -> bool:
+        """Whether the destination of `tool` deduplicates writes on the gateway's idempotency key, so
+        a write whose attempt may have acted can be sent again under the same key (docs/retries.md).
+        False unless the adapter knows it."""
+        return False
 
     async def lookup(self, request: CallRequest, dispatched_at: float, now: float) -> Outcome | None:
         """Did an earlier call with this idempotency key happen? None: cannot tell (stays unknown).

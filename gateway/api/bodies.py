@@ -48,6 +48,13 @@ class FailBody(BaseModel):
     reason: str = Field(min_length=1, max_length=2000)
 
 
+class DeadLetterBody(BaseModel):
+    """`POST /api/dead-letters/{id}/retry|resolve|drop`: why the operator decides so (recorded)."""
+
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field(min_length=1, max_length=2000)
+
+
 class ResolveBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     status: Literal["succeeded", "failed"]

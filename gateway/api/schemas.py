@@ -423,6 +423,42 @@ class SignalView(_View):
     replayed: bool = Field(description="this idempotency_key was sent before: its first result, nothing woken again")
 
 
+class DeadLetterView(_View):
+    """An operation id given up after its retry policy's max_attempts (docs/retries.md)."""
+
+    dead_letter_id: str
+    run_id: str
+    operation_id: str
+    tool: str
+    payload_sha256: Sha256
+    action_id: str = Field(description="the operation's last failed action")
+    attempts: int = Field(description="failed attempts of the operation id, across its calls")
+    last_code: str | None
+    last_message: str | None
+    status: Literal["open", "retried", "resolved", "dropped"]
+    created_at: Timestamp
+    decided_by: str | None
+    decided_at: Timestamp | None
+    reason: str | None
+    retried_action_id: str | None = Field(description="the action the operator's retry made")
+
+
+class DeadLetterPage(ItemsPage[DeadLetterView]):
+    pass
+
+
+class RetriedCall(_View):
+    is_error: bool
+    code: str | None = Field(description="the refusal or failure code, when is_error")
+    action_id: str | None
+    structured: dict[str, Any] | None = Field(description="the call's structured result, or its error")
+
+
+class DeadLetterRetried(_View):
+    dead_letter: DeadLetterView = Field(description="`retried` once the gate admitted the call; open when refused")
+    result: RetriedCall
+
+
 class ChargeView(_View):
     charge_id: str
     run_id: str

@@ -34,6 +34,7 @@ from gateway.domain.contract import ApprovalRule
 from gateway.domain.formats import format_checker
 from gateway.domain.limits import SharedCap, parse_rate
 from gateway.domain.quick_schema import Check, compile_check
+from gateway.domain.retries import RetryPolicy
 from gateway.domain.shared_limits import SLOT_GRACE_S
 from gateway.domain.units import parse_money
 from gateway.errors import ConfigError
@@ -357,6 +358,10 @@ class Catalog:
     def approval_floor(self) -> dict[str, ApprovalRule]:
         """Each tool the policies gate with an approval, and that rule: what no contract may loosen."""
         return {name: p.approval for name, p in self._policies.items() if p.approval is not None}
+
+    def retry_floor(self) -> dict[str, RetryPolicy | None]:
+        """Each tool a policy names, and its retries (None: never retried): what a contract may only narrow."""
+        return {name: p.retries for name, p in self._policies.items()}
 
     def get(self, name: str) -> ToolSpec | None:
         """The tool under this exposed name, whatever its pin state."""

@@ -42,6 +42,7 @@ from gateway.cli.adapters import add_commands as add_adapter_commands
 from gateway.cli.approvals import add_commands as add_approval_commands
 from gateway.cli.backup import add_commands as add_backup_commands
 from gateway.cli.connect import add_commands as add_connect_commands
+from gateway.cli.dead_letters import add_commands as add_dead_letter_commands
 from gateway.cli.drill import add_commands as add_drill_commands
 from gateway.cli.events import add_commands as add_event_commands
 from gateway.cli.keys import add_commands as add_key_commands
@@ -247,6 +248,7 @@ def parser() -> argparse.ArgumentParser:
     add_progress_commands(sub)
     add_report_commands(sub)
     add_approval_commands(sub)
+    add_dead_letter_commands(sub)
     add_event_commands(sub)
     add_adapter_commands(sub)
     add_drill_commands(sub)

@@ -17,6 +17,7 @@
     warrant runs signal RUN NAME [--payload JSON] [--key K]
                                                   send a run an outside event; a wait naming it goes on
     warrant runs report RUN                       the pilot measures and the cost by tag
+    warrant runs dead-letters RUN                 operation ids given up after their retries (docs/retries.md)
     warrant runs plan RUN                         the plan: each task's state, attempts and calls
     warrant runs connections RUN                  the clients signed in for the run (MCP authorization)
     warrant runs disconnect RUN GRANT --reason TEXT
@@ -118,6 +119,9 @@ def add_commands(sub: Any) -> None:
     signal.add_argument("--payload", help="any JSON (at most 16 KB) the agent reads in warrant_status")
     signal.add_argument("--key", help="an idempotency key: a retry with the same one is recorded once (default: new)")
     signal.set_defaults(func=reporting(_signal))
+    letters = runs_sub.add_parser("dead-letters", help="the run's dead letters: operation ids given up after retries")
+    letters.add_argument("run_id")
+    letters.set_defaults(func=reporting(_dead_letters))
     report = runs_sub.add_parser("report", help="the pilot measures and the cost by tag")
     report.add_argument("run_id")
     report.set_defaults(func=reporting(_report))
@@ -133,7 +137,7 @@ def add_commands(sub: Any) -> None:
     disconnect.add_argument("--reason", required=True, help="why, recorded in the run's history (required)")
     disconnect.set_defaults(func=reporting(_disconnect))
     commands += [cancel, fail, successor, revise, delegate, actions, usage, signal, report, plan]
-    commands += [connections, disconnect]
+    commands += [connections, disconnect, letters]
 
     leases = sub.add_parser("leases", help="acquire or renew a run's lease")
     leases_sub = leases.add_subparsers(dest="leases_command", required=True)
@@ -472,6 +476,22 @@ def _signal(args: argparse.Namespace) -> int:
     again = " (sent before with this key: nothing recorded again)" if signal["replayed"] else ""
     woke = f"; it ended wait {signal['woke_wait_id']}" if signal["woke_wait_id"] else ""
     print(f"{signal['signal_id']}: {signal['name']} (key {key}){again}{woke}; the run is {signal['status']}")
+    return 0
+
+
+def _dead_letters(args: argparse.Namespace) -> int:
+    with cli_http.client(args) as http:
+        letters = cli_http.call(http, "GET", api_path("runs", args.run_id, "dead-letters"))
+    if args.json:
+        print_json(letters)
+        return 0
+    for d in letters["items"]:
+        print(
+            f"{d['dead_letter_id']}  {d['status']:<8}  {d['tool']}  op {d['operation_id']}  "
+            f"{d['attempts']} attempts, last {d['last_code']}"
+        )
+    if not letters["items"]:
+        print("no dead letters")
     return 0
 
 

@@ -35,6 +35,7 @@ from gateway.errors import Code, Forbidden, InvalidRequest, NotFound, Unauthenti
 from gateway.oidc.settings import OidcSettings
 from gateway.service import Gateway
 from gateway.store.records import Principal
+from gateway.store.retry_records import DeadLetterStatus
 from gateway.text import escape_nul
 from gateway.tools.standing_view import read_standing, standing_view
 
@@ -54,6 +55,7 @@ LIVE_HEADERS = {
     "style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 }
 CONTROLS = ("pause", "resume", "cancel", "fail")
+DEAD_LETTER_VERBS = ("retry", "resolve", "drop")
 
 
 class Console:
@@ -245,6 +247,8 @@ class Console:
             "progress": await run_detail.progress(gateway, tenant, record.run_id),
             "cost": await run_detail.cost_by_tag(gateway, tenant, record.run_id),
             "connections": await run_detail.connections(gateway, tenant, record),
+            "dead_letters": [d.view() for d in await gateway.store.list_dead_letters(tenant, record.run_id)],
+            "may_decide_dead_letters": permits(principal, "actions.resolve"),
         }
         # What the API would refuse this key (events.read, actions.read) the page leaves out.
         if context["may_read_events"]:
@@ -343,6 +347,33 @@ class Console:
             f"/console/runs/{quote(run_id, safe='')}?signal={quote(answer.signal.signal_id, safe='')}&outcome={outcome}"
         )
         return RedirectResponse(f"{to}#signals", status_code=303, headers=HEADERS)
+
+    async def dead_letter(self, request: Request) -> Response:
+        """POST retry / resolve / drop of a dead letter: the session, the CSRF token, `actions.resolve`."""
+        posted = await self.form_post(request, DEAD_LETTER_VERBS)
+        if isinstance(posted, Response):
+            return posted
+        principal, csrf, form = posted
+        gateway, dead_letter_id, verb = (
+            gateway_of(request),
+            request.path_params["dead_letter_id"],
+            request.path_params["verb"],
+        )
+        reason = form.get("reason", "").strip()[:2000]
+        try:
+            require(principal, "actions.resolve")
+            if not reason:
+                raise InvalidRequest(
+                    "a decision needs a reason", problems=[{"field": "reason", "problem": "is required"}]
+                )
+            if verb == "retry":
+                letter, _ = await gateway.retry_dead_letter(principal, dead_letter_id, reason)
+            else:
+                status = DeadLetterStatus.RESOLVED if verb == "resolve" else DeadLetterStatus.DROPPED
+                letter = await gateway.store.decide_dead_letter(principal, dead_letter_id, status, reason)
+        except WarrantError as error:
+            return self.refused(request, error, principal, csrf)
+        return RedirectResponse(f"/console/runs/{letter.run_id}", status_code=303, headers=HEADERS)
 
 
 def _signalled(request: Request) -> dict[str, str] | None:

@@ -9,13 +9,14 @@ listed, not only the first.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from gateway.domain.checks import check_problems
 from gateway.domain.expressions import Expression, compiled
+from gateway.domain.retries import RetryPolicy
 from gateway.domain.units import currency_exponent, parse_duration, parse_money
 from gateway.errors import CALL_CODES, Code, InvalidRequest
 
@@ -52,6 +53,9 @@ class Budgets(_Strict):
     writes: int = Field(ge=0, le=MAX_COUNT)
     active_seconds: int = Field(ge=0, le=MAX_COUNT)
     count_waiting: bool = False
+    # Failed attempts across the run (every attempt the gate retried, and each failed last one);
+    # used up, new calls are refused `budget_exhausted` naming `attempts` (docs/retries.md). None: no bound.
+    attempts: int | None = Field(default=None, ge=0, le=MAX_COUNT)
 
     _spend = field_validator("spend", mode="before")(_money)
 
@@ -205,6 +209,8 @@ class Contract(_Strict):
     plan: PlanRules | None = None
     completion: CompletionRules | None = None
     escalation: EscalationRules | None = None
+    # Per tool pattern, retries narrower than the policy's (docs/retries.md); a looser one is refused.
+    retries: dict[str, RetryPolicy] = {}
     # Labels for reports (team, pilot, customer): cost and outcomes are summed by them.
     tags: list[Tag] = Field(default=[], max_length=MAX_TAGS)
 
@@ -267,6 +273,8 @@ class Contract(_Strict):
             forbid_creator_approval=self.forbid_creator_approval,
             workers=tuple(self.workers),
             plan=self.plan or NO_PLAN_RULES,
+            retries=dict(self.retries),
+            attempts=b.attempts,
         )
 
 
@@ -287,6 +295,8 @@ class Terms:
     forbid_creator_approval: bool
     workers: tuple[str, ...]
     plan: PlanRules = NO_PLAN_RULES
+    retries: dict[str, RetryPolicy] = field(default_factory=dict)  # narrowing the policy's, by tool pattern
+    attempts: int | None = None  # the run's failed attempts budget (None: unbounded)
 
     def allows(self, tool: str) -> bool:
         """Deny wins; otherwise the tool must match an allow pattern."""

@@ -41,7 +41,7 @@ ALIASES: dict[str, str] = {
 
 # Alerts raised outside the watchdog: by the gate on settle, by the outbox when it is full, by an
 # approval's request (docs/decisions/0029-approvals-reach.md).
-GATE_ALERT_KINDS = ("upstream_unauthorized", "deliveries_dropped", "approval_requested")
+GATE_ALERT_KINDS = ("upstream_unauthorized", "deliveries_dropped", "approval_requested", "dead_letter")
 ALERT_KINDS: tuple[str, ...] = (*WATCHDOG_KINDS, *RAISED_KINDS, *GATE_ALERT_KINDS)
 HEARTBEAT = "heartbeat"
 EVERYTHING = "*"
@@ -102,6 +102,7 @@ _SHOWN: dict[str, tuple[str, ...]] = {
     "id": (
         "run_id", "task_id", "action_id", "approval_id", "milestone_id", "charge_id", "grant_id", "client_id",
         "child_run_id", "successor_run_id", "predecessor_run_id", "from_run_id", "wait_id", "signal_id",
+        "dead_letter_id",
     ),
     "tool": ("tool",),
     "word": ("kind", "status", "previous", "effect", "code", "dimension", "cause", "on_timeout"),
@@ -190,6 +191,13 @@ TEMPLATES: dict[str, Template] = {
     "wait_started": _T("Worker {worker} made the run wait ({wait_id}; on timeout: {on_timeout})"),
     "wait_ended": _T("Wait {wait_id} ended ({cause})"),
     "signal_received": _T("Signal {name} was received from {by}"),
+    "action_retrying": _T(
+        "Call {action_id} to {tool} is tried again: attempt {attempts} of {max_attempts} failed ({code})"
+    ),
+    "dead_lettered": _T(
+        "Call {action_id} to {tool} is a dead letter {dead_letter_id} after {attempts} failed attempts"
+    ),
+    "dead_letter_decided": _T("Dead letter {dead_letter_id} was {status} by {by}"),
     "bodies_purged": _T("Stored bodies were purged by {by}"),
     "alert": _T("Alert: {kind}"),
 }
@@ -210,6 +218,7 @@ ALERT_TEMPLATES: dict[str, Template] = {
     "completion_refused": _T("Alert: a completion claim was refused ({refusals} so far)"),
     "verification_failed": _T("Alert: a failed verification paused the run"),
     "serious_refusal": _T("Alert: a call to {tool} was refused: {code}"),
+    "dead_letter": _T("Alert: call {action_id} to {tool} is a dead letter after {attempts} failed attempts"),
     "deliveries_dropped": _T("Alert: webhook deliveries were dropped (over {cap} pending)"),
 }
 

@@ -57,7 +57,11 @@ tools:
   crm__list_deals: {effect: read}
   crm__create_contact: {effect: write, cost: {spend: "0.05", max: "0.10"}}
   crm__update_contact: {effect: write, cost: {spend: "0.02"}}
-  crm__add_note: {effect: write, cost: {spend: "0.01"}}
+  # Retried by the gate (the retry storm case, docs/retries.md): a keyed write, so a 503 is retried too.
+  crm__add_note:
+    effect: write
+    cost: {spend: "0.01"}
+    retries: {max_attempts: 3, backoff: {initial: 0.05, max: 0.2, multiplier: 2, jitter: true}}
   crm__create_deal:
     effect: write
     cost: {spend: "0.05"}

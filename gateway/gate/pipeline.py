@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gateway import backoff
 from gateway.adapters.base import CallRequest, Outcome, OutcomeKind
 from gateway.bounded import BoundedDict
 from gateway.canonical import canonical_json, sha256_hex
@@ -40,6 +41,7 @@ from gateway.domain.operations import (
     valid_client_operation_id,
 )
 from gateway.domain.replay import Replay, ReplayCall, replay_refusal, replay_rule
+from gateway.domain.retries import Attempt, RetryPolicy, delay, effective, retryable
 from gateway.domain.settlement import Settlement
 from gateway.domain.tasks import TASK_ID_META, valid_task_id
 from gateway.domain.units import format_money, parse_duration
@@ -67,6 +69,7 @@ from gateway.store.records import (
     Stale,
     TokenInfo,
 )
+from gateway.store.retry_records import RetryAccount, RetryState
 from gateway.text import escape_nul
 
 log = logging.getLogger("warrant.gate")
@@ -334,6 +337,15 @@ class Gate:
             return await self._reject(info, tool, digest, refusal, size)
         return await self._call(info, tool, arguments, digest, operation_id, size=size, task_id=task_id)
 
+    async def call_as(self, info: TokenInfo, tool: str, arguments: Any, operation_id: str) -> CallResult:
+        """A call made as `info`'s lease holder by someone else (an operator's dead-letter retry,
+        gateway/gate/operator_calls.py): every step after authentication, nothing renewed."""
+        try:
+            body = canonical_json(arguments)
+        except ValueError:
+            return CallResult.refused(Refusal(Code.INVALID_ARGUMENTS, "the arguments are not canonical JSON"))
+        return await self._call(info, tool, arguments, sha256_hex(body), operation_id, size=len(body))
+
     async def _spec(self, tool: str) -> ToolSpec | None:
         """Gate step 2: the catalog's entry. A definition that does not match its pin is checked
         against the store's pins once more: another replica may have accepted it."""
@@ -393,6 +405,15 @@ class Gate:
             operation_id = client_operation_id or derive_operation_id(run.lineage_id, tool, digest)
             if self.safeguards.sabotaged("idempotency"):  # the drill's negative control: every call is new
                 operation_id = new_id("sab")
+        plan: RetryPlan | None = None
+        policy = effective(spec.policy.retries if spec.policy else None, terms.retries, tool)
+        if policy is not None or terms.attempts is not None:
+            state = await self.store.retry_state(run.run_id, run.lineage_id, operation_id)
+            refusal = retry_refusal(tool, operation_id, policy, state, terms.attempts)
+            if refusal is not None:
+                return await self._reject(info, tool, digest, refusal, size)
+            if policy is not None:
+                plan = RetryPlan(policy, state.failed_attempts, terms.attempts, spec.adapter.keyed(spec.tool))
         limits = self.limits.for_call(run.tenant, run.run_id).sharing(self.catalog.shared_for(tool))
         facts = CallFacts(epoch=info.epoch, is_write=spec.is_write, reservation=spec.reservation(), limits=limits)
         approval_id: str | None = None
@@ -468,7 +489,7 @@ class Gate:
             return CallResult.refused(refusal, admitted.action_id)
         if isinstance(admitted, Held):
             return await self._held(info, admitted, tool, digest, size)
-        return await self._dispatch_and_settle(spec, admitted, arguments)
+        return await self._dispatch_and_settle(spec, admitted, arguments, plan)
 
     async def _waiting_refusal(self, info: TokenInfo, tool: str, refusal: Refusal) -> Refusal:
         """`run_waiting`, naming the approvals the run waits on and when to check back."""
@@ -606,13 +627,15 @@ class Gate:
         return _approval_required(pending.approval, now, pending.replaced)
 
     # -- steps 7 and 8 -----------------------------------------------------------------------
-    async def _dispatch_and_settle(self, spec: ToolSpec, admitted: Admitted, arguments: Any) -> CallResult:
+    async def _dispatch_and_settle(
+        self, spec: ToolSpec, admitted: Admitted, arguments: Any, plan: RetryPlan | None = None
+    ) -> CallResult:
         action = admitted.action
         # The dispatch runs in its own task: a client that goes away does not cancel a write in
         # flight (its outcome must be recorded); only a hard cancel of the run does.
         self.safeguards.hit("after_admit", spec.name)
         started: list[bool] = []
-        task = asyncio.create_task(self._dispatch(spec, admitted, arguments, started))
+        task = asyncio.create_task(self._dispatch(spec, admitted, arguments, started, plan))
         # A hard cancel (or the shutdown) that came after this call's admit, and whose abort came
         # before the dispatch was in flight, aborts it now, before it starts.
         self.in_flight.track(action.run_id, task)
@@ -628,7 +651,54 @@ class Gate:
         outcome = Outcome(OutcomeKind.NOT_SENT, code=Code.UPSTREAM_UNAVAILABLE, message=f"{reason} before it was sent")
         return await self._settle(spec, admitted, outcome)
 
-    async def _dispatch(self, spec: ToolSpec, admitted: Admitted, arguments: Any, started: list[bool]) -> CallResult:
+    async def _attempt(self, spec: ToolSpec, admitted: Admitted, request: CallRequest) -> Outcome:
+        """One dispatch through the adapter within `request.timeout`; a timeout is `_uncertain`."""
+        try:
+            call = spec.adapter.call(request)
+            if tracing.enabled():
+                call = tracing.downstream(spec.name, spec.adapter.name, admitted.action, call)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for runs the call in a task of its own.
+            async with asyncio.timeout(request.timeout):
+                answered = await call
+            return cap_result(answered, self.limits.max_tool_result)
+        except TimeoutError:
+            return _uncertain(spec, Code.UPSTREAM_UNAVAILABLE, f"no answer within {request.timeout:g} s")
+
+    async def _retried(self, spec: ToolSpec, admitted: Admitted, request: CallRequest, plan: RetryPlan) -> Outcome:
+        """Attempts under the tool's retry policy, all within the call's own timeout, each one with
+        the same action id and idempotency key; every attempt tried again is an `action_retrying`
+        entry, written only while the lease is current and the run live (docs/retries.md)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + spec.timeout
+        policy, tried = plan.policy, plan.prior
+        while True:
+            tried += 1
+            outcome = await self._attempt(
+                spec, admitted, replace(request, timeout=max(deadline - loop.time(), MIN_ATTEMPT_S))
+            )
+            attempt = Attempt(outcome.kind.value, outcome.transient or outcome.code, spec.is_write, plan.keyed,
+                              outcome.transient is not None)  # fmt: skip
+            if tried >= policy.max_attempts or not retryable(policy, attempt):
+                return _with_attempts(outcome, tried, policy.max_attempts)
+            wait = delay(policy.backoff, tried, outcome.retry_after, backoff.JITTER.random)
+            if loop.time() + wait + MIN_ATTEMPT_S > deadline:  # no time left for another attempt
+                return _with_attempts(outcome, tried, policy.max_attempts)
+            await backoff.sleep(wait)
+            assert attempt.code is not None
+            if not await self.store.record_retrying(
+                admitted.action,
+                attempt=tried,
+                max_attempts=policy.max_attempts,
+                code=attempt.code,
+                reason=outcome.message,
+                wait=wait,
+                attempts_budget=plan.attempts_budget,
+            ):
+                return _with_attempts(outcome, tried, policy.max_attempts)
+
+    async def _dispatch(
+        self, spec: ToolSpec, admitted: Admitted, arguments: Any, started: list[bool], plan: RetryPlan | None = None
+    ) -> CallResult:
         started.append(True)
         action = admitted.action
         request = CallRequest(
@@ -639,23 +709,19 @@ class Gate:
             idempotency_key=action.idempotency_key,
             timeout=spec.timeout,
             write=spec.is_write,
+            one_attempt=plan is not None,
         )
         try:
-            call = spec.adapter.call(request)
-            if tracing.enabled():
-                call = tracing.downstream(spec.name, spec.adapter.name, action, call)
-            # asyncio.timeout, not wait_for: on 3.11 wait_for runs the call in a task of its own.
-            async with asyncio.timeout(spec.timeout):
-                answered = await call
-            outcome = cap_result(answered, self.limits.max_tool_result)
-        except TimeoutError:
-            outcome = _uncertain(spec, Code.UPSTREAM_UNAVAILABLE, f"no answer within {spec.timeout:g} s")
+            if plan is None:
+                outcome = await self._attempt(spec, admitted, request)
+            else:
+                outcome = await self._retried(spec, admitted, request, plan)
         except asyncio.CancelledError:
             # A hard cancel of the run (or shutdown): the request may have left.
             task = asyncio.current_task()
             reason = self.in_flight.abort_reason(task)
             outcome = _uncertain(spec, Code.UPSTREAM_UNAVAILABLE, ABORTED_BY_CANCEL if reason is None else reason)
-            result = await self._settle(spec, admitted, outcome)
+            result = await self._settle(spec, admitted, outcome, plan)
             if task is not None and self.in_flight.abort_reason(task) is not None:
                 # Our own abort, not the caller going away: the caller, still waiting, gets the
                 # outcome as recorded instead of a CancelledError it never asked for.
@@ -666,20 +732,25 @@ class Gate:
             log.exception("adapter %s raised on %s", spec.adapter.name, spec.name)
             outcome = _uncertain(spec, Code.UPSTREAM_FAILED, "the adapter failed unexpectedly")
         self.safeguards.hit("after_dispatch", spec.name)
-        return await self._settle(spec, admitted, outcome)
+        return await self._settle(spec, admitted, outcome, plan)
 
-    async def _settle(self, spec: ToolSpec, admitted: Admitted, outcome: Outcome) -> CallResult:
+    async def _settle(
+        self, spec: ToolSpec, admitted: Admitted, outcome: Outcome, plan: RetryPlan | None = None
+    ) -> CallResult:
         action = admitted.action
         settlement = _settlement(spec, outcome, admitted.currency)
         self.safeguards.hit("before_settle", spec.name)
         self.metrics.observe_call(spec.name, outcome.kind.value)
+        account = None
+        if plan is not None:
+            account = RetryAccount(plan.policy.max_attempts, dead_letters=action.operation_id is not None)
         if spec.is_write:
-            settled = await self.store.settle(action.action_id, settlement, admitted=action)
+            settled = await self.store.settle(action.action_id, settlement, admitted=action, retry=account)
             assert settled.run is not None
             remaining = budget_remaining(settled.run, self.clock.now())
         else:
             # A read's outcome replays nothing: answer now, commit with the store's next batch.
-            self.store.settle_soon(action.action_id, settlement, admitted=action)
+            self.store.settle_soon(action.action_id, settlement, admitted=action, retry=account)
             remaining = _wire(admitted.remaining, admitted.currency)
         meta: dict[str, Any] = {META_ACTION_ID: action.action_id, META_REPLAYED: False, META_BUDGET: remaining}
         if outcome.kind is OutcomeKind.SUCCEEDED and outcome.withheld is None:
@@ -838,6 +909,7 @@ class Gate:
         pending = await self.store.list_approvals(run.tenant, status=ApprovalStatus.PENDING, run_id=run.run_id)
         decided = await self._decided_for_model(run)
         refusal = lease_refusal(run.snapshot(), info.epoch, self.clock.now())
+        letters = await self.store.list_dead_letters(run.tenant, run.run_id)
         return {
             "run_id": run.run_id,
             "status": run.status.value,
@@ -865,6 +937,11 @@ class Gate:
             ],
             # What a person answered that the model must act on: an edit to send, a denial's message.
             "decided_approvals": decided,
+            # Operation ids given up after their retry policy's max_attempts (docs/retries.md): never
+            # resend one; an operator retries, resolves or drops it.
+            "dead_letters": [
+                {k: v for k, v in d.view().items() if k not in ("run_id", "last_message")} for d in letters
+            ],
         }
 
     async def _decided_for_model(self, run: RunRecord, most: int = 10) -> list[dict[str, Any]]:
@@ -992,3 +1069,56 @@ def budget_remaining(run: RunRecord, now: float) -> dict[str, Any]:
 
 def _wire(remaining: dict[str, int], currency: str) -> dict[str, Any]:
     return {dim: (format_money(v, currency) if dim == "spend" else v) for dim, v in remaining.items()}
+
+
+MIN_ATTEMPT_S = 0.05  # an attempt is not started with less than this of the call's timeout left
+
+
+@dataclass(frozen=True)
+class RetryPlan:
+    """A call under a retry policy (gateway/domain/retries.py): the policy in force (the contract
+    narrows it), the failed attempts its operation id had before this call, the contract's
+    `attempts` budget, and whether the destination deduplicates on the idempotency key."""
+
+    policy: RetryPolicy
+    prior: int
+    attempts_budget: int | None
+    keyed: bool
+
+
+def _with_attempts(outcome: Outcome, tried: int, max_attempts: int) -> Outcome:
+    """The last attempt's outcome, its message naming how many attempts were made."""
+    if outcome.kind is OutcomeKind.SUCCEEDED or tried <= 1:
+        return outcome
+    return replace(outcome, message=f"{outcome.message or 'failed'} (attempt {tried} of at most {max_attempts})")
+
+
+def retry_refusal(
+    tool: str, operation_id: str | None, policy: RetryPolicy | None, state: RetryState, attempts: int | None
+) -> Refusal | None:
+    """`retry_limit` for an operation id given up to a dead letter; `budget_exhausted` (dimension
+    `attempts`) once the run's failed attempts used up the contract's `attempts` budget."""
+    letter = state.dead_letter
+    if letter is not None:
+        return Refusal(
+            Code.RETRY_LIMIT,
+            f"not executed: operation {operation_id} of {tool} failed {letter.attempts} times (last: "
+            f"{letter.last_code}), as many as its retry policy allows, and is dead letter {letter.dead_letter_id} "
+            f"({letter.status.value}); do not send it again, under this or another operation id: an operator "
+            "retries, resolves or drops it (warrant_status lists the run's dead letters); go on with other work",
+            dead_letter_id=letter.dead_letter_id,
+            operation_id=operation_id,
+            attempts=letter.attempts,
+            max_attempts=policy.max_attempts if policy is not None else letter.attempts,
+            status=letter.status.value,
+        )
+    if attempts is not None and state.run_attempts_failed >= attempts:
+        return Refusal(
+            Code.BUDGET_EXHAUSTED,
+            f"not executed: the run's budget of {attempts} failed attempts is used up; no call that could fail "
+            "and be retried is admitted: ask an operator for a revised contract",
+            dimension="attempts",
+            limit=attempts,
+            used=state.run_attempts_failed,
+        )
+    return None

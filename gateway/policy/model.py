@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from gateway.domain.contract import ApprovalRule
 from gateway.domain.limits import parse_rate
+from gateway.domain.retries import RetryPolicy
 from gateway.domain.units import currency_exponent, parse_money
 
 
@@ -44,6 +45,8 @@ class ToolPolicy(BaseModel):
     effect: Literal["read", "write"] | None = None
     cost: Cost = Cost()
     approval: ApprovalRule | None = None
+    # The gate tries a transient failure again (docs/retries.md); None: the adapter's own behaviour.
+    retries: RetryPolicy | None = None
 
     @field_validator("approval", mode="before")
     @classmethod

@@ -75,6 +75,7 @@ from gateway.store.records import (
     WatchState,
 )
 from gateway.store.reports import DrillRun, DroppedRefusals, Gauges, HealthReport, ManyInputs, ReportFilter, RunExport
+from gateway.store.retry_records import DeadLetterRecord, DeadLetterStatus, RetryAccount, RetryState
 from gateway.store.task_records import PlanState, TaskMoved
 from gateway.store.wait_records import SignalAnswer, SignalRecord, WaitRecord
 
@@ -98,6 +99,7 @@ __all__ = [
     "ReconcileStore",
     "RecordStore",
     "RetentionStore",
+    "RetryStore",
     "RunStore",
     "Store",
     "UsageStore",
@@ -374,16 +376,31 @@ class GateStore(Protocol):
 
         Raises: Refusal, not recorded but counted (`refusals_dropped`), past `refusal_limits`."""
 
-    def settle_soon(self, action_id: str, settlement: Settlement, *, admitted: ActionRecord | None = None) -> None:
+    def settle_soon(
+        self,
+        action_id: str,
+        settlement: Settlement,
+        *,
+        admitted: ActionRecord | None = None,
+        retry: RetryAccount | None = None,
+    ) -> None:
         """Settle without waiting for the commit (reads: no replay depends on their outcome).
 
         The store commits it with its next batch and finishes it before `close` returns.
         """
 
     async def settle(
-        self, action_id: str, settlement: Settlement, *, admitted: ActionRecord | None = None
+        self,
+        action_id: str,
+        settlement: Settlement,
+        *,
+        admitted: ActionRecord | None = None,
+        retry: RetryAccount | None = None,
     ) -> SettleResult:
         """Gate step 8 and reconciliation: record the outcome, release or spend the reservation.
+
+        `retry`: the call was made under a retry policy: a failed outcome counts one more failed
+        attempt, and may give the operation id up to a dead letter (RetryStore).
 
         Needs no lease. `admitted` → any outcome; `unknown` → succeeded / failed only.
         `admitted`: the action as `admit` returned it, when the caller holds it (the gate): the
@@ -742,6 +759,51 @@ class WaitStore(Protocol):
         """The run's newest signals, oldest first."""
 
 
+class RetryStore(Protocol):
+    """Retry policies and dead letters (docs/decisions/0030-retries.md)."""
+
+    async def retry_state(self, run_id: str, lineage_id: str, operation_id: str | None) -> RetryState:
+        """The operation id's failed attempts in the lineage and its dead letter; the run's failed attempts."""
+
+    async def record_retrying(
+        self,
+        action: ActionRecord,
+        *,
+        attempt: int,
+        max_attempts: int,
+        code: str,
+        reason: str | None,
+        wait: float,
+        attempts_budget: int | None,
+    ) -> bool:
+        """Count failed attempt `attempt` of the admitted `action` and write its `action_retrying`
+        entry: True. False (nothing written: the gate settles with this attempt's outcome) when the
+        action's lease is no longer current or the run not live, or this failure uses the last of
+        the contract's `attempts` budget."""
+
+    async def current_lease_hash(self, run_id: str) -> str | None:
+        """The hash of the run's current lease token (None: no lease was ever granted): what an
+        operator's call through the gate is fenced by (gateway/gate/operator_calls.py)."""
+
+    async def list_dead_letters(self, tenant: str, run_id: str) -> list[DeadLetterRecord]:
+        """The run's dead letters, oldest first. Raises: NotFound (also another tenant's run)."""
+
+    async def get_dead_letter(self, tenant: str, dead_letter_id: str) -> DeadLetterRecord:
+        """Raises: NotFound (also another tenant's)."""
+
+    async def decide_dead_letter(
+        self,
+        principal: Principal,
+        dead_letter_id: str,
+        status: DeadLetterStatus,
+        reason: str,
+        *,
+        retried_action_id: str | None = None,
+    ) -> DeadLetterRecord:
+        """An open dead letter decided once (`dead_letter_decided`). Raises: NotFound; Conflict
+        `invalid_transition` when it was decided already."""
+
+
 class WatchStore(Protocol):
     """The watchdog's part (gateway/runtime/watchdog.py): its lease, the expiry sweep, what it watches,
     alerts once, heartbeats."""
@@ -833,6 +895,7 @@ class Store(
     ProgressStore,
     PlanStore,
     WaitStore,
+    RetryStore,
     WatchStore,
     DeliveryStore,
     Protocol,

@@ -66,7 +66,10 @@ async def acme_world(api: Api) -> Acme:
         actions = (await c.get(f"/api/runs/{run['run_id']}/actions")).json()["items"]
         config_keys = [k["key_id"] for k in (await c.get("/api/keys")).json()["items"] if k["source"] == "config"]
     unknown = next(a["action_id"] for a in actions if a["status"] == "unknown")
+    dead_letter_id = await plant_dead_letter(api, run, unknown)
     secrets = [
+        dead_letter_id,
+        "acme-operation-secret",
         "acme",
         run["run_id"],
         run["lineage_id"],
@@ -91,8 +94,26 @@ async def acme_world(api: Api) -> Acme:
     ]
     ids = {"run_id": run["run_id"], "approval_id": approval["approval_id"], "action_id": unknown}
     ids |= {"key_id": key["key_id"], "name": "shop__order", "grant_id": connected.grant_id}
-    ids |= {"lineage_id": run["lineage_id"]}
+    ids |= {"lineage_id": run["lineage_id"], "dead_letter_id": dead_letter_id}
     return Acme(ids, secrets)
+
+
+async def plant_dead_letter(api: Api, run: dict[str, Any], action_id: str) -> str:
+    """One dead letter of acme's run, written straight into the store: the API tests' shop tools have
+    no retry policy to make one (tests/integration/test_retries.py makes real ones)."""
+    dead_letter_id = "dlt_acme000000000000000000"
+
+    def tx(conn: Any) -> None:
+        conn.execute(
+            "INSERT INTO dead_letters (dead_letter_id, run_id, tenant, lineage_id, operation_id, tool, payload_sha256, "
+            "action_id, attempts, last_code, last_message, status, created_at) "
+            "VALUES (?, ?, 'acme', ?, 'acme-operation-secret', 'shop__charge', ?, ?, 3, 'rate_limited', NULL, "
+            "'open', 0)",
+            (dead_letter_id, run["run_id"], run["lineage_id"], "0" * 64, action_id),
+        )
+
+    await api.gateway.store._db.transaction(tx, durable=True)  # type: ignore[attr-defined]
+    return dead_letter_id
 
 
 def body_for(route: Served, acme: Acme) -> dict[str, Any] | None:
@@ -100,6 +121,8 @@ def body_for(route: Served, acme: Acme) -> dict[str, Any] | None:
     if route.method != "POST":
         return None
     last = route.path.rsplit("/", 1)[-1]
+    if route.path.startswith("/api/dead-letters/"):  # retry, resolve, drop: a reason
+        return {"reason": "intrusion"}
     return {
         "lease": {"worker": "intruder", "takeover": True},
         "pause": {"reason": "intrusion", "hard": True},

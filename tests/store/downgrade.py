@@ -45,6 +45,11 @@ UNDO: dict[int, Any] = {
         (f"ALTER TABLE approvals DROP COLUMN {c}", ())
         for c in ("blocks_run", "approvers", "escalate_at", "destination")
     ],
+    30: lambda _: [  # retry policies and dead letters (docs/decisions/0030-retries.md)
+        ("DROP TABLE dead_letters", ()),
+        ("ALTER TABLE runs DROP COLUMN attempts_failed", ()),
+        ("ALTER TABLE actions DROP COLUMN failed_attempts", ()),
+    ],
     32: lambda _: [  # approving an edited payload (docs/decisions/0032-approve-edited.md)
         ("DROP INDEX approvals_proposed", ()),
         ("ALTER TABLE approvals DROP COLUMN proposed_sha256", ()),

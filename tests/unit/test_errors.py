@@ -42,6 +42,7 @@ BEYOND_DESIGN = {
     "wait_invalid",
     "wait_open",
     "approval_edited",  # docs/decisions/0032-approve-edited.md
+    "retry_limit",  # docs/decisions/0030-retries.md
 }
 
 

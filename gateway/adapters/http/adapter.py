@@ -28,6 +28,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -104,6 +105,10 @@ class HttpAdapter(Adapter):
         query = f"?{urlencode(planned.params)}" if planned.params else ""
         return f"{planned.method} {planned.path}{query} on the {self.name} API (adapter {self.name}, tool {tool})"
 
+    def keyed(self, tool: str) -> bool:
+        config = self._config.tools.get(tool)
+        return config is not None and config.idempotency_header is not None
+
     async def call(self, request: CallRequest) -> Outcome:
         tool = self._config.tools.get(request.tool)
         if tool is None:
@@ -117,6 +122,12 @@ class HttpAdapter(Adapter):
         ex = Exchange(self.name, tool, request.write, keyed, self._redactor)
         last: Retry | None = None
         maybe_done = sent = False
+        if request.one_attempt:  # the gate retries, under the tool's policy (docs/retries.md)
+            step = await self._attempt(ex, planned, deadline - self._clock())
+            if isinstance(step, Outcome):
+                return step
+            ended = settle(step.at_bound, write=request.write, maybe_done=step.maybe_done, sent=step.sent)
+            return replace(ended, transient=step.cause or step.at_bound.code, retry_after=step.wait)
         for attempt in range(1, MAX_ATTEMPTS + 1):
             remaining = deadline - self._clock()
             if remaining < MIN_ATTEMPT:

@@ -148,6 +148,9 @@ class Retry:
     wait: float | None = None
     maybe_done: bool = False  # this attempt may have had the effect (a write's later failure is unknown)
     sent: bool = True  # the request reached the destination
+    # Why it is worth asking again, when `at_bound` is `unknown` (a keyed write's 409 or 503): the
+    # transient code a retry policy names (upstream_unavailable). None: `at_bound`'s own code.
+    cause: str | None = None
 
 
 def unknown(message: str, receipt: dict[str, Any] | None = None) -> Outcome:
@@ -175,7 +178,8 @@ def on_response(ex: Exchange, response: Answer, now: float) -> Outcome | Retry:
         return failed(Code.UPSTREAM_UNAUTHORIZED, _with_summary(ex, said, response), receipt)
     wait = retry_after(response.headers.get("Retry-After"), now)
     if status == 409 and ex.keyed:
-        return Retry(unknown(f"{said}: still working on this key", receipt), wait, maybe_done=True)
+        still = unknown(f"{said}: still working on this key", receipt)
+        return Retry(still, wait, maybe_done=True, cause=Code.UPSTREAM_UNAVAILABLE)
     if status == 422 and ex.keyed:
         return unknown(f"{said}: the key may have been used before with another body", receipt)
     if status == 429:
@@ -184,7 +188,7 @@ def on_response(ex: Exchange, response: Answer, now: float) -> Outcome | Retry:
     if 400 <= status < 500:
         return failed(Code.UPSTREAM_FAILED, _with_summary(ex, said, response), receipt)
     if status == 503 and ex.keyed:
-        return Retry(unknown(f"{said}: unavailable", receipt), wait, maybe_done=True)
+        return Retry(unknown(f"{said}: unavailable", receipt), wait, maybe_done=True, cause=Code.UPSTREAM_UNAVAILABLE)
     if ex.write:
         return unknown(f"{said}: it may have acted" if status >= 500 else f"{said}, not followed", receipt)
     if status >= 500:

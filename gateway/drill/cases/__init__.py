@@ -18,6 +18,7 @@ ORDER = (
     "results",
     "approval_restart",
     "wait_restart",
+    "retry_storm",
     "completion",
     "task_claim",
     "hang",

@@ -29,10 +29,12 @@ from gateway.store.records import (
     SettleResult,
     Stale,
 )
+from gateway.store.retry_records import RetryAccount
 from gateway.store.sql.base import log_if_failed, read_intent, wire_reservation
 from gateway.store.sql.connection import Conn
 from gateway.store.sql.leases import LeaseOps
 from gateway.store.sql.limits import LimitOps
+from gateway.store.sql.retries import RetryOps
 from gateway.store.sql.rows import (
     ACTION_COLUMNS,
     Chain,
@@ -59,7 +61,7 @@ _RELEASE = (
 )
 
 
-class GateOps(LeaseOps, LimitOps):
+class GateOps(LeaseOps, LimitOps, RetryOps):
     async def admit(self, intent: Intent, facts: CallFacts) -> AdmitResult:
         # A read's payload body this process already stored is not encoded and offered again.
         store_body = intent.effect == "write" or intent.payload_sha256 not in self._bodies
@@ -286,15 +288,27 @@ class GateOps(LeaseOps, LimitOps):
         return await self._refusing(tx, durable=False)
 
     async def settle(
-        self, action_id: str, settlement: Settlement, *, admitted: ActionRecord | None = None
+        self,
+        action_id: str,
+        settlement: Settlement,
+        *,
+        admitted: ActionRecord | None = None,
+        retry: RetryAccount | None = None,
     ) -> SettleResult:
         # A write's outcome is durable before the caller hears of it; a read's need not wait on a disk.
-        tx = self._settle_tx(action_id, settlement, admitted=admitted)
+        tx = self._settle_tx(action_id, settlement, admitted=admitted, retry=retry)
         return await self._db.transaction(tx, durable=settlement.durable)
 
-    def settle_soon(self, action_id: str, settlement: Settlement, *, admitted: ActionRecord | None = None) -> None:
+    def settle_soon(
+        self,
+        action_id: str,
+        settlement: Settlement,
+        *,
+        admitted: ActionRecord | None = None,
+        retry: RetryAccount | None = None,
+    ) -> None:
         future = self._db.submit(
-            self._settle_tx(action_id, settlement, want_run=False, admitted=admitted),
+            self._settle_tx(action_id, settlement, want_run=False, admitted=admitted, retry=retry),
             durable=settlement.durable,
             lazy=True,
         )
@@ -306,7 +320,13 @@ class GateOps(LeaseOps, LimitOps):
         the next batch, before any later transaction of this process)."""
 
     def _settle_tx(
-        self, action_id: str, settlement: Settlement, *, want_run: bool = True, admitted: ActionRecord | None = None
+        self,
+        action_id: str,
+        settlement: Settlement,
+        *,
+        want_run: bool = True,
+        admitted: ActionRecord | None = None,
+        retry: RetryAccount | None = None,
     ) -> Callable[[Conn], SettleResult]:
         # The action row's outcome, from the settlement alone (gateway/domain/settlement.py has the rule).
         row_after = settled_row(settlement)
@@ -387,6 +407,8 @@ class GateOps(LeaseOps, LimitOps):
                     # cancel, the gateway shutting down; why it failed; how it was reconciled).
                     reason=settlement.reason,
                 )
+                if retry is not None and target is ActionStatus.FAILED and previous is ActionStatus.ADMITTED:
+                    self._settle_failed_attempt(conn, updated, retry, code, settlement.reason, now)
                 if effects.restore_approval is not None:
                     self._restore_approval(conn, effects.restore_approval, run_id, now)
                 if effects.overrun:
