@@ -110,6 +110,9 @@ class Code(StrEnum):
     # Waits (docs/decisions/0027-waits.md).
     WAIT_INVALID = "wait_invalid"
     WAIT_OPEN = "wait_open"
+    # Compensation (docs/decisions/0031-compensation.md).
+    NOT_COMPENSABLE = "not_compensable"
+    COMPENSATION_MAPPING = "compensation_mapping"
     # The gateway is shutting down (docs/operations.md): nothing was done; retry (another replica).
     DRAINING = "draining"
 
@@ -223,6 +226,8 @@ CALL_CODES: frozenset[Code] = frozenset(
         Code.TASK_NOT_RUNNING,
         Code.WAIT_INVALID,
         Code.WAIT_OPEN,
+        Code.NOT_COMPENSABLE,
+        Code.COMPENSATION_MAPPING,
         Code.DRAINING,
     }
 )

@@ -102,6 +102,7 @@ _SHOWN: dict[str, tuple[str, ...]] = {
     "id": (
         "run_id", "task_id", "action_id", "approval_id", "milestone_id", "charge_id", "grant_id", "client_id",
         "child_run_id", "successor_run_id", "predecessor_run_id", "from_run_id", "wait_id", "signal_id",
+        "compensation_id", "compensates",
     ),
     "tool": ("tool",),
     "word": ("kind", "status", "previous", "effect", "code", "dimension", "cause", "on_timeout"),
@@ -156,6 +157,7 @@ TEMPLATES: dict[str, Template] = {
     "action_settled": _T("Call {action_id} settled {status}"),
     "action_rejected": _T("A call to {tool} was refused: {code}"),
     "action_acknowledged": _T("Unknown call {action_id} was acknowledged by {by}"),
+    "action_compensated": _T("Call {action_id} was compensated by call {compensation_id}"),
     "approval_requested": _T("Approval {approval_id} is required for {tool}"),
     "approval_approved": _T("Approval {approval_id} was approved by {by}"),
     "approval_denied": _T("Approval {approval_id} was denied by {by}"),

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gateway.domain.compensation import Compensation
 from gateway.domain.contract import ApprovalRule
 from gateway.domain.limits import parse_rate
 from gateway.domain.units import currency_exponent, parse_money
@@ -44,6 +45,8 @@ class ToolPolicy(BaseModel):
     effect: Literal["read", "write"] | None = None
     cost: Cost = Cost()
     approval: ApprovalRule | None = None
+    # The call that undoes a confirmed effect of this tool (gateway/domain/compensation.py).
+    compensate: Compensation | None = None
 
     @field_validator("approval", mode="before")
     @classmethod

@@ -45,6 +45,10 @@ UNDO: dict[int, Any] = {
         (f"ALTER TABLE approvals DROP COLUMN {c}", ())
         for c in ("blocks_run", "approvers", "escalate_at", "destination")
     ],
+    31: lambda _: [  # compensation (docs/decisions/0031-compensation.md)
+        ("DROP INDEX actions_compensates", ()),
+        ("ALTER TABLE actions DROP COLUMN compensates", ()),
+    ],
 }
 
 

@@ -41,6 +41,8 @@ BEYOND_DESIGN = {
     "shared_limit",  # docs/decisions/0028-shared-limits.md
     "wait_invalid",
     "wait_open",
+    "not_compensable",  # docs/decisions/0031-compensation.md
+    "compensation_mapping",
 }
 
 
