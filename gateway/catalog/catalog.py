@@ -401,6 +401,8 @@ def compensation_problems(tools: Mapping[str, ToolSpec], policies: Mapping[str, 
             problems.append(f"{name}: compensate: only a write has a compensating call")
         if target is None:
             problems.append(f"{name}: compensate.tool {compensation.tool!r} is not a tool of the catalog")
+        elif target.policy is None:
+            problems.append(f"{name}: compensate.tool {compensation.tool!r} has no policy: it would be refused")
         elif not target.is_write:
             problems.append(f"{name}: compensate.tool {compensation.tool!r} is not a write")
         elif compensation.tool == name:
