@@ -74,7 +74,7 @@ async def test_a_compensation_on_a_cancelled_run_moves_its_original_when_it_succ
 
 
 async def test_an_unknown_compensation_moves_its_original_when_reconciled(world: World) -> None:
-    run, original = await _original(world)
+    _, original = await _original(world)
     admitted = await world.store.admit(_intent(original), FACTS)
     assert isinstance(admitted, Admitted)
     unknown = Settlement.dispatched(OutcomeKind.UNKNOWN, write=True, reason="no answer within 3 s")
