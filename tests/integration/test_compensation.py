@@ -10,7 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from gateway.tools.calls import ToolCalls
 from tests.integration.test_http_services import WAIT, World, secrets_env, world
@@ -171,3 +174,26 @@ async def test_only_a_confirmed_write_with_a_compensation_is_compensated(world: 
     status, body = await _compensate(world, unknown.meta["warrant/action_id"])
     assert (status, body["code"]) == (409, "outcome_unknown")  # reconcile first
     assert "reconcile" in body["error"]["message"]
+
+
+async def test_the_mcp_sdk_client_lists_and_compensates_through_warrant_status(world: World) -> None:
+    run_id, token = await world.run()
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=WAIT) as http,
+        Client(streamable_http_client(f"{world.url}/mcp", http_client=http), cache=None) as c,
+    ):
+        assert "warrant_compensate" in {t.name for t in (await c.list_tools()).tools}
+        made = await c.call_tool("crm__create_contact", ANA)
+        assert not made.is_error
+        status = (await c.call_tool("warrant_status", {})).structured_content or {}
+        [listed] = status["recovery"]["compensable"]
+        assert listed["compensate_with"] == "crm__delete_contact"
+        undone = await c.call_tool("warrant_compensate", {"action_id": listed["action_id"], "reason": "duplicate"})
+        assert not undone.is_error, undone.content
+        twice = await c.call_tool("warrant_compensate", {"action_id": listed["action_id"], "reason": "again"})
+        assert not twice.is_error and (twice.meta or {}).get("warrant/replayed") is True
+        status = (await c.call_tool("warrant_status", {})).structured_content or {}
+        assert status["recovery"]["compensable"] == []
+    assert _contacts(world) == set()
+    deletes = [a for a in await world.actions(run_id) if a["tool"] == "crm__delete_contact"]
+    assert len(deletes) == 1
