@@ -18,6 +18,7 @@ ORDER = (
     "results",
     "approval_restart",
     "wait_restart",
+    "compensation",
     "completion",
     "task_claim",
     "hang",
