@@ -197,3 +197,24 @@ async def test_the_mcp_sdk_client_lists_and_compensates_through_warrant_status(w
     assert _contacts(world) == set()
     deletes = [a for a in await world.actions(run_id) if a["tool"] == "crm__delete_contact"]
     assert len(deletes) == 1
+
+
+async def test_warrant_actions_compensate_from_the_cli(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.integration.test_waits import warrant
+
+    monkeypatch.setenv("WARRANT_API_KEY", "key-ops")
+    _, token = await world.run()
+    made = await world.call(token, "crm__create_contact", ANA)
+    original = made.meta["warrant/action_id"]
+    argv = ["actions", "compensate", original, "--reason", "a test lead", "--url", world.url]
+    code, out = await warrant(argv)
+    assert code == 0, out
+    assert "crm__delete_contact succeeded" in out and f"{original} is compensated" in out
+    code, out = await warrant([*argv, "--json"])
+    assert code == 0 and '"replayed": true' in out
+    assert _contacts(world) == set()
+    search = await world.call(token, "crm__search_contacts", {"q": "x"})
+    code, _ = await warrant(
+        ["actions", "compensate", search.meta["warrant/action_id"], "--reason", "r", "--url", world.url]
+    )
+    assert code == 1  # a read: not_compensable, one line on stderr
