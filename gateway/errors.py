@@ -117,6 +117,9 @@ class Code(StrEnum):
     # Retry policies (docs/decisions/0030-retries.md): an operation id whose failed attempts reached
     # the tool's max_attempts is given up to a dead letter; an operator decides what becomes of it.
     RETRY_LIMIT = "retry_limit"
+    # Compensation (docs/decisions/0031-compensation.md).
+    NOT_COMPENSABLE = "not_compensable"
+    COMPENSATION_MAPPING = "compensation_mapping"
     # The gateway is shutting down (docs/operations.md): nothing was done; retry (another replica).
     DRAINING = "draining"
 
@@ -236,6 +239,8 @@ CALL_CODES: frozenset[Code] = frozenset(
         Code.WAIT_INVALID,
         Code.WAIT_OPEN,
         Code.RETRY_LIMIT,
+        Code.NOT_COMPENSABLE,
+        Code.COMPENSATION_MAPPING,
         Code.DRAINING,
     }
 )

@@ -27,7 +27,7 @@ from gateway.domain.roles import permits
 from gateway.domain.settlement import SettleKind, Settlement
 from gateway.domain.units import parse_money
 from gateway.errors import Code, Conflict, InvalidRequest
-from gateway.gate.operator_calls import call_for_operator, retry_operation_id
+from gateway.gate.operator_calls import call_as_lease_holder, retry_operation_id
 from gateway.gate.pipeline import META_BUDGET, META_REPLAYED, CallResult, Gate
 from gateway.gate.reconcile import reconcile_run
 from gateway.runtime.watchdog import Watchdog
@@ -139,7 +139,7 @@ class Gateway:
         arguments = await self.store.get_blob(letter.payload_sha256)
         if arguments is None:
             raise Conflict(f"the payload of dead letter {dead_letter_id} was purged", code=Code.INVALID_TRANSITION)
-        result = await call_for_operator(
+        result = await call_as_lease_holder(
             self.gate, letter.run_id, letter.tool, arguments, retry_operation_id(dead_letter_id)
         )
         action_id = result.meta.get("warrant/action_id")

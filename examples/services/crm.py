@@ -121,6 +121,16 @@ def update_contact(conn: sqlite3.Connection, call: Call) -> dict[str, Any]:
     return contact
 
 
+def delete_contact(conn: sqlite3.Connection, call: Call) -> dict[str, Any]:
+    """Remove one contact, its deals and notes; answers the contact as it was (the compensation of
+    create_contact in policies/default.yaml)."""
+    contact = _contact(conn, call.params["contact_id"])
+    for table in ("notes", "deals"):
+        conn.execute(f"DELETE FROM {table} WHERE contact_id = ?", (contact["id"],))
+    conn.execute("DELETE FROM contacts WHERE id = ?", (contact["id"],))
+    return contact
+
+
 def create_deal(conn: sqlite3.Connection, call: Call) -> dict[str, Any]:
     contact = _contact(conn, call.body["contact_id"])
     deal = {
@@ -176,6 +186,10 @@ ENDPOINTS = (
         "update_contact", "PATCH", "/contacts/{contact_id}", "Change a contact's email, name or company.",
         update_contact, CONTACT, params=(CONTACT_ID,),
         body={"type": "object", "properties": CONTACT_FIELDS, "minProperties": 1, "additionalProperties": False},
+    ),
+    Endpoint(
+        "delete_contact", "DELETE", "/contacts/{contact_id}", "Delete a contact with its deals and notes.",
+        delete_contact, CONTACT, params=(CONTACT_ID,),
     ),
     Endpoint(
         "create_deal", "POST", "/deals", "Open a deal with a contact.", create_deal, DEAL, status=201,

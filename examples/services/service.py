@@ -71,7 +71,7 @@ from examples.services.idempotency import (
 )
 
 DIE_EXIT_CODE = 17
-WRITE_METHODS = frozenset({"POST", "PATCH"})
+WRITE_METHODS = frozenset({"POST", "PATCH", "DELETE"})
 
 T = TypeVar("T")
 Clock = Callable[[], float]
@@ -372,6 +372,8 @@ def _no_constant(name: str) -> Any:
 
 
 async def _json_object(request: Request) -> dict[str, Any]:
+    if request.method == "DELETE" and not (await request.body()).strip():
+        return {}  # a DELETE names its object in the path
     try:
         body = json.loads(await request.body(), parse_constant=_no_constant)
     except ValueError:

@@ -70,6 +70,11 @@ class AcknowledgeBody(BaseModel):
     note: str = Field(min_length=1, max_length=4000)
 
 
+class CompensateBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field(min_length=1, max_length=512)
+
+
 class DecisionBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     note: str | None = Field(

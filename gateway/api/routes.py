@@ -19,7 +19,16 @@ from starlette.routing import Route
 
 from gateway.api.approval_shown import approval_shown
 from gateway.api.audit import audit_filters
-from gateway.api.bodies import AcknowledgeBody, ControlBody, DecisionBody, FailBody, LeaseBody, ResolveBody, UsageBody
+from gateway.api.bodies import (
+    AcknowledgeBody,
+    CompensateBody,
+    ControlBody,
+    DecisionBody,
+    FailBody,
+    LeaseBody,
+    ResolveBody,
+    UsageBody,
+)
 from gateway.api.events import run_events
 from gateway.api.export import export_run
 from gateway.api.nul import refuse_nul_body, refuse_nul_url
@@ -34,8 +43,10 @@ from gateway.domain.report import build_report
 from gateway.domain.roles import require
 from gateway.domain.units import format_money, parse_money
 from gateway.errors import Code, InvalidRequest, NotFound, Refusal, Unauthenticated, WarrantError
+from gateway.gate.compensations import Compensations
 from gateway.gate.held_leases import hold
 from gateway.gate.limits import LimitSettings, RateLimited, check_api_rate, too_large
+from gateway.gate.pipeline import META_ACTION_ID, META_REPLAYED
 from gateway.service import Gateway
 from gateway.store.records import ApprovalRecord, ApprovalStatus, Principal, RunRecord
 from gateway.tools.plan_view import plan_view
@@ -391,6 +402,31 @@ async def acknowledge_action(request: Request, principal: Principal, gateway: Ga
 
 
 @endpoint("actions.resolve")
+async def compensate_action(request: Request, principal: Principal, gateway: Gateway) -> Response:
+    """Undo a confirmed write with the compensating call its policy names (docs/compensation.md):
+    200 with the compensating action (settled, or `unknown` to be reconciled; a second request
+    answers the first), 409 with the refusal when nothing was dispatched."""
+    body = await read_model(request, CompensateBody)
+    action_id = request.path_params["action_id"]
+    result = await Compensations(gateway.gate).for_operator(principal, action_id, body.reason)
+    original = await gateway.store.get_action(principal.tenant, action_id)
+    run = await gateway.store.get_run(principal.tenant, original.run_id)
+    made = result.meta.get(META_ACTION_ID)
+    compensation = None
+    if isinstance(made, str):
+        action = await gateway.store.get_action(principal.tenant, made)
+        compensation = action_view(action, run.currency) if action.compensates == action_id else None
+    answer = {
+        "original": action_view(original, run.currency),
+        "compensation": compensation,
+        "replayed": bool(result.meta.get(META_REPLAYED)),
+        "code": result.code,
+        "error": (result.structured or {}).get("error") if result.is_error else None,
+    }
+    return JSONResponse(answer, status_code=200 if compensation is not None else 409)
+
+
+@endpoint("actions.resolve")
 async def resolve_action(request: Request, principal: Principal, gateway: Gateway) -> Response:
     body = await read_model(request, ResolveBody)
     action = await gateway.resolve(
@@ -554,6 +590,7 @@ routes = [
     Route("/api/runs/{run_id}/report", run_report, methods=["GET"]),
     Route("/api/actions/{action_id}/resolve", resolve_action, methods=["POST"]),
     Route("/api/actions/{action_id}/acknowledge", acknowledge_action, methods=["POST"]),
+    Route("/api/actions/{action_id}/compensate", compensate_action, methods=["POST"]),
     Route("/api/actions", audit_actions, methods=["GET"]),
     Route("/api/openapi.json", openapi_json, methods=["GET"]),
 ]

@@ -667,6 +667,7 @@ class ActionView(_View):
     worker: str | None
     approval_id: str | None
     repeat_of: str | None
+    compensates: str | None = Field(None, description="the action this one undoes (docs/compensation.md)")
     reserved: ActionReserved
     actual_spend: Money | None
     receipt: dict[str, Any] | None
@@ -674,6 +675,14 @@ class ActionView(_View):
     created_at: Timestamp
     settled_at: Timestamp | None
     task_id: str | None = Field(description="the plan's task the call was made for (docs/tasks.md)")
+
+
+class Compensated(_View):
+    original: ActionView = Field(description="the action undone: `compensated` once its compensation succeeded")
+    compensation: ActionView | None = Field(description="the compensating call; null when nothing was dispatched")
+    replayed: bool = Field(description="a second request answered with the first compensation")
+    code: str | None = Field(description="the compensation's refusal or failure code (outcome_unknown: reconcile)")
+    error: dict[str, Any] | None
 
 
 class Acknowledged(ActionView):

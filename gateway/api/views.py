@@ -87,6 +87,7 @@ def action_view(action: ActionRecord, currency: str = "USD") -> dict[str, Any]:
         "worker": action.worker,
         "approval_id": action.approval_id,
         "repeat_of": action.repeat_of,
+        "compensates": action.compensates,
         "reserved": {dim: _money_or_count(dim, v, currency) for dim, v in action.reserved.items()},
         "actual_spend": format_money(action.actual_spend, currency) if action.actual_spend is not None else None,
         "receipt": action.receipt,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -30,6 +30,7 @@ from jsonschema.protocols import Validator
 from gateway import accelerators
 from gateway.adapters.base import Adapter, ToolDefinition
 from gateway.domain.admission import Reservation
+from gateway.domain.compensation import Compensation
 from gateway.domain.contract import ApprovalRule
 from gateway.domain.formats import format_checker
 from gateway.domain.limits import SharedCap, parse_rate
@@ -202,6 +203,7 @@ class Catalog:
         """Rebuild now. Raises: ConfigError naming every problem (start-up)."""
         tools, problems = self._build({})
         problems += self._shared_problems()
+        problems += compensation_problems(tools, self._policies)
         if problems:
             raise ConfigError("the tool catalog is invalid:\n" + "\n".join(f"  {p}" for p in problems))
         self._tools, self._dirty = tools, False
@@ -322,6 +324,19 @@ class Catalog:
                 problems.append(f"shared_limits: {limit.scope}: no adapter has this name")
         return problems
 
+    def compensation_of(self, name: str) -> tuple[Compensation, ToolSpec] | None:
+        """The compensating call the policy names for this exposed tool, and that tool's spec (None:
+        the tool has none, or its compensating tool is not in the catalog now)."""
+        policy = self._policies.get(name)
+        if policy is None or policy.compensate is None:
+            return None
+        spec = self.get(policy.compensate.tool)
+        return None if spec is None else (policy.compensate, spec)
+
+    def compensating_tools(self) -> dict[str, str]:
+        """Each exposed tool with a `compensate:` in its policy, and the tool that undoes it."""
+        return {name: p.compensate.tool for name, p in self._policies.items() if p.compensate is not None}
+
     def shared_for(self, name: str) -> tuple[SharedCap, ...]:
         """The shared limits a call of this exposed tool counts against (none: not limited).
 
@@ -377,3 +392,24 @@ class Catalog:
 
     def __len__(self) -> int:
         return sum(1 for spec in self._fresh().values() if spec.pin_state.callable)
+
+
+def compensation_problems(tools: Mapping[str, ToolSpec], policies: Mapping[str, ToolPolicy]) -> list[str]:
+    """`compensate:` at load: a write's, naming a write of the catalog (docs/compensation.md)."""
+    problems = []
+    for name, policy in policies.items():
+        compensation = policy.compensate
+        if compensation is None:
+            continue
+        spec, target = tools.get(name), tools.get(compensation.tool)
+        if spec is not None and not spec.is_write:
+            problems.append(f"{name}: compensate: only a write has a compensating call")
+        if target is None:
+            problems.append(f"{name}: compensate.tool {compensation.tool!r} is not a tool of the catalog")
+        elif target.policy is None:
+            problems.append(f"{name}: compensate.tool {compensation.tool!r} has no policy: it would be refused")
+        elif not target.is_write:
+            problems.append(f"{name}: compensate.tool {compensation.tool!r} is not a write")
+        elif compensation.tool == name:
+            problems.append(f"{name}: compensate.tool names the tool itself")
+    return problems

@@ -15,7 +15,7 @@
     warrant leases acquire R [--worker W] [--takeover] | renew        (the same; renew: WARRANT_TOKEN)
     warrant approvals list | show ID | approve ID | deny ID [--note T] [--sha256 H]   (the same)
     warrant events tail R [--from SEQ] [--no-follow]                    (the same)
-    warrant recovery RUN | actions acknowledge|resolve ACTION
+    warrant recovery RUN | actions acknowledge|compensate|resolve ACTION
     warrant report run R | lineage L | runs [--tag T] [--since T] [--until T] [--status S] [--limit N]
     warrant adapters import-openapi SPEC --name N [--base-url URL] [--out FILE [--force]]
     warrant drill [--case C] [--mode M] [--sabotage S] [--json FILE] [--record]   (the failure drill: cli_drill.py)

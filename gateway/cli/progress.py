@@ -3,6 +3,7 @@ word on actions whose outcome no lookup could establish (docs/progress.md).
 
     warrant recovery RUN                           the recovery package
     warrant actions acknowledge ACTION --note N    accept an unknown action as uncertain
+    warrant actions compensate ACTION --reason R   undo a confirmed write with its policy's compensating call
     warrant actions resolve ACTION --status succeeded|failed --evidence E [--receipt-id ID] [--actual-spend X]
                                  [--duplicate]
 """
@@ -27,6 +28,12 @@ def add_commands(sub: Any) -> None:
     ack.add_argument("action_id")
     ack.add_argument("--note", required=True, help="why it stays uncertain; recorded in the run's history")
     ack.set_defaults(func=reporting(_acknowledge))
+    compensate = actions_sub.add_parser(
+        "compensate", help="undo a confirmed write with the compensating call its policy names (docs/compensation.md)"
+    )
+    compensate.add_argument("action_id")
+    compensate.add_argument("--reason", required=True, help="why; recorded with the compensating call")
+    compensate.set_defaults(func=reporting(_compensate))
     resolve = actions_sub.add_parser("resolve", help="settle an unknown action with your evidence")
     resolve.add_argument("action_id")
     resolve.add_argument("--status", choices=["succeeded", "failed"], required=True)
@@ -37,7 +44,7 @@ def add_commands(sub: Any) -> None:
         "--duplicate", action="store_true", help="it happened more than once (with --status succeeded)"
     )
     resolve.set_defaults(func=reporting(_resolve))
-    for command in (recovery, ack, resolve):
+    for command in (recovery, ack, compensate, resolve):
         cli_http.add_url(command)
         command.add_argument("--json", action="store_true", help="print the API's JSON")
 
@@ -59,6 +66,22 @@ def _acknowledge(args: argparse.Namespace) -> int:
         print_json(action)
     else:
         print(f"{action['action_id']}: {action['status']}, acknowledged by {action['acknowledged']['by']}")
+    return 0
+
+
+def _compensate(args: argparse.Namespace) -> int:
+    with cli_http.client(args) as http:
+        answer = cli_http.call(http, "POST", api_path("actions", args.action_id, "compensate"), {"reason": args.reason})
+    if args.json:
+        print_json(answer)
+        return 0
+    made, original = answer["compensation"], answer["original"]
+    again = " (the earlier compensation)" if answer["replayed"] else ""
+    print(
+        f"{made['action_id']}: {made['tool']} {made['status']}{again}; {original['action_id']} is {original['status']}"
+    )
+    if answer["code"] == "outcome_unknown":
+        print(f"the compensation's outcome is unknown: reconcile it (POST /api/runs/{original['run_id']}/reconcile)")
     return 0
 
 

@@ -76,6 +76,9 @@ class CallFacts:
     approved: bool = False  # an approval for exactly this payload will be consumed
     reservation: Reservation = field(default_factory=Reservation)
     limits: CallLimits | None = None  # rates and the concurrency cap the admit enforces (gateway/gate/limits.py)
+    # An operator's call (a compensation, gateway/gate/operator_calls.py): no lease to check, the run's
+    # state by gateway/domain/compensation.py `operator_run_refusal`, and only the budget's dimensions.
+    operator: bool = False
 
 
 def lease_refusal(run: RunSnapshot, epoch: int, now: float) -> Refusal | None:
@@ -158,6 +161,11 @@ def call_refusal(run: RunSnapshot, call: CallFacts, now: float) -> Refusal | Non
             limit=run.limits["active_seconds"],
             left=0,
         )
+    return budget_refusal(run, call)
+
+
+def budget_refusal(run: RunSnapshot, call: CallFacts) -> Refusal | None:
+    """The dimensions a call reserves (spend, tool_calls, writes): each must have room for it."""
     for dim, need in call.reservation.as_dict().items():
         if need and run.spent[dim] + run.reserved[dim] + need > run.limits[dim]:
             show = (lambda v: format_money(v, run.currency)) if dim == "spend" else (lambda v: v)

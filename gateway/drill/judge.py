@@ -24,7 +24,7 @@ IDENTITY = (
     ("crm", "notes", ("contact_id", "text")),
     ("mail", "messages", ("to_address", "subject", "body")),
 )
-SETTLED = {"succeeded", "failed", "unknown", "rejected"}
+SETTLED = {"succeeded", "failed", "unknown", "rejected", "compensated"}
 
 
 @dataclass
@@ -81,7 +81,7 @@ async def judge(world: World) -> Verdict:
             verdict.states[status] += 1
             if status not in SETTLED:
                 verdict.action_problems.append(f"action {action['action_id']} is left {status}")
-            elif status != "succeeded" and not action.get("code"):
+            elif status not in ("succeeded", "compensated") and not action.get("code"):
                 verdict.action_problems.append(f"action {action['action_id']} is {status} without a code")
     # Every replica verifies the one ledger they share.
     for i, replica in enumerate(world.replicas):

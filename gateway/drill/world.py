@@ -55,7 +55,11 @@ tools:
   crm__search_contacts: {effect: read}
   crm__get_contact: {effect: read}
   crm__list_deals: {effect: read}
-  crm__create_contact: {effect: write, cost: {spend: "0.05", max: "0.10"}}
+  crm__create_contact:
+    effect: write
+    cost: {spend: "0.05", max: "0.10"}
+    compensate: {tool: crm__delete_contact, arguments: {contact_id: receipt.id}}
+  crm__delete_contact: {effect: write, cost: {spend: "0.01"}}
   crm__update_contact: {effect: write, cost: {spend: "0.02"}}
   # Retried by the gate (the retry storm case, docs/retries.md): a keyed write, so a 503 is retried too.
   crm__add_note:

@@ -388,6 +388,8 @@ class Gate:
         size: int,
         stale_retry: bool = False,
         task_id: str | None = None,
+        compensates: str | None = None,
+        reason: str | None = None,
     ) -> CallResult:
         refusing = self.in_flight.refusing
         if refusing is not None:  # draining: no approval requested, nothing admitted
@@ -458,6 +460,8 @@ class Gate:
             operation_kept_for=self.idempotency_for if operation_id else None,
             task_id=task_id,
             plan_required=spec.is_write and terms.plan.required_before_writes,
+            compensates=compensates,
+            reason=reason,
         )
         refusing = self.in_flight.refusing
         if refusing is not None:  # the drain began while this call was deciding
@@ -481,6 +485,8 @@ class Gate:
                 size=size,
                 stale_retry=True,
                 task_id=task_id,
+                compensates=compensates,
+                reason=reason,
             )
         if isinstance(admitted, Refused):
             refusal = admitted.refusal

@@ -87,6 +87,23 @@ WARRANT_TOOLS: dict[str, types.Tool] = {
             "additionalProperties": False,
         },
     ),
+    "warrant_compensate": types.Tool(
+        name="warrant_compensate",
+        description=(
+            "Undo a write of this run that succeeded, with the compensating call the gateway's policy names "
+            "for its tool (warrant_status lists the compensable effects and their compensating tools). "
+            "Name the action and say why; asking twice makes one compensating call."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "action_id": {"type": "string"},
+                "reason": {"type": "string", "minLength": 1, "maxLength": 512},
+            },
+            "required": ["action_id", "reason"],
+            "additionalProperties": False,
+        },
+    ),
     "warrant_checkpoint": types.Tool(
         name="warrant_checkpoint",
         description=(

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gateway.domain.compensation import Compensation
 from gateway.domain.contract import ApprovalRule
 from gateway.domain.limits import parse_rate
 from gateway.domain.retries import RetryPolicy
@@ -47,6 +48,8 @@ class ToolPolicy(BaseModel):
     approval: ApprovalRule | None = None
     # The gate tries a transient failure again (docs/retries.md); None: the adapter's own behaviour.
     retries: RetryPolicy | None = None
+    # The call that undoes a confirmed effect of this tool (gateway/domain/compensation.py).
+    compensate: Compensation | None = None
 
     @field_validator("approval", mode="before")
     @classmethod

@@ -281,6 +281,9 @@ class _Ledger:
         action_id = data.get("action_id")
         if not isinstance(action_id, str):
             return
+        if type_ == "action_compensated":  # its compensating call succeeded (docs/compensation.md)
+            self.actions.setdefault(action_id, {})["status"] = "compensated"
+            return
         if type_ not in ("action_admitted", "action_rejected", "action_settled"):
             return
         stated = self.actions.setdefault(action_id, {})

@@ -183,6 +183,8 @@ class Intent:
     payload_bytes: int | None = None  # the payload's canonical JSON size: a refusal records it beside the hash
     task_id: str | None = None  # the plan's task the call is made for (`_meta["warrant/task_id"]`)
     plan_required: bool = False  # a write: the contract needs a plan first (plan.required_before_writes)
+    compensates: str | None = None  # the succeeded action this call undoes (docs/compensation.md)
+    reason: str | None = None  # why (a compensation's): in its action_admitted entry
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,7 @@ class ActionRecord:
     created_at: float
     settled_at: float | None
     task_id: str | None = None  # the plan's task it was made for (migration 0020)
+    compensates: str | None = None  # the action this one undoes (migration 0031)
 
 
 @dataclass(frozen=True)

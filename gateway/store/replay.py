@@ -131,6 +131,8 @@ class ChainState:
             self._settled(action_id, data, row.seq if v2 else None)
         elif kind == "action_rejected" and isinstance(action_id, str):
             self.actions[action_id] = "rejected"
+        elif kind == "action_compensated" and isinstance(action_id, str):
+            self.actions[action_id] = "compensated"  # its compensating call succeeded (docs/compensation.md)
         approval_id = data.get("approval_id")
         if not kind.startswith(_APPROVAL_DECIDED) or not isinstance(approval_id, str):
             return

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.errors import Code, Refusal
+from gateway.gate.compensations import Compensations
 from gateway.gate.pipeline import CallResult, Gate
 from gateway.tools.progress import Progress
 from gateway.tools.tasks import Planning
@@ -80,6 +81,13 @@ class ToolCalls:
             if not isinstance(action_id, str) or not isinstance(reason, str):
                 return CallResult.refused(Refusal(Code.INVALID_ARGUMENTS, "warrant_repeat needs {action_id, reason}"))
             return await gate.repeat(token, action_id, reason)
+        if name == "warrant_compensate":
+            action_id, reason = arguments.get("action_id"), arguments.get("reason")
+            if not isinstance(action_id, str) or not isinstance(reason, str):
+                return CallResult.refused(
+                    Refusal(Code.INVALID_ARGUMENTS, "warrant_compensate needs {action_id, reason}")
+                )
+            return await Compensations(gate).for_agent(token, action_id, reason)
         if name in ("warrant_checkpoint", "warrant_milestone", "warrant_complete"):
             if self.progress is None:
                 return CallResult.refused(Refusal(Code.TOOL_NOT_FOUND, f"{name} is not served here", tool=name))

@@ -26,7 +26,7 @@ from gateway.domain.checks import (
     milestone_status,
     parse_check,
 )
-from gateway.domain.lifecycle import RunStatus
+from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.errors import Code, Refusal
 from gateway.gate.pipeline import CallResult, Gate, budget_remaining
 from gateway.store.ports import Store
@@ -304,7 +304,8 @@ class Progress:
         return standing_view(await read_standing(self.store, run, self.clock.now()))
 
     async def recovery(self, tenant: str, run_id: str) -> dict[str, Any]:
-        return recovery_package(await self.store.recovery_inputs(tenant, run_id), self.clock.now())
+        inputs = await self.store.recovery_inputs(tenant, run_id)
+        return recovery_package(inputs, self.clock.now(), self.gate.catalog.compensating_tools())
 
 
 def recheck_view(found: Recheck) -> dict[str, Any]:
@@ -348,9 +349,14 @@ def milestone_view(milestone: MilestoneRecord) -> dict[str, Any]:
     }
 
 
-def recovery_package(inputs: RecoveryInputs, now: float) -> dict[str, Any]:
-    """What the next worker needs to go on: what is verified, what is uncertain, what it may do."""
+def recovery_package(
+    inputs: RecoveryInputs, now: float, compensating: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """What the next worker needs to go on: what is verified, what is uncertain, what it may do.
+    `compensating`: each tool's compensating tool (the policy's `compensate:`), for `compensable`:
+    this run's confirmed effects that can be undone (docs/compensation.md)."""
     run = inputs.run
+    compensating = compensating or {}
     contract = run.contract
     by_id = {m.milestone_id: m for m in inputs.milestones}
     milestones = []
@@ -390,6 +396,11 @@ def recovery_package(inputs: RecoveryInputs, now: float) -> dict[str, Any]:
                 for a, ack in inputs.uncertain
             ],
         },
+        "compensable": [
+            {"action_id": a.action_id, "tool": a.tool, "compensate_with": compensating[a.tool], "receipt": a.receipt}
+            for a in inputs.confirmed
+            if a.run_id == run.run_id and a.status is ActionStatus.SUCCEEDED and a.tool in compensating
+        ],
         "budget_remaining": budget_remaining(run, now),
         "authority": contract.get("authority"),
         "deadline": isoformat(run.deadline),

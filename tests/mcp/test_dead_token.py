@@ -17,6 +17,7 @@ GATEWAY_TOOLS: dict[str, dict[str, Any]] = {
     "warrant_status": {},
     "warrant_propose": {"tool": "shop__order", "arguments": {"to": "x@example.com"}},
     "warrant_repeat": {"action_id": "act_nothing", "reason": "again"},
+    "warrant_compensate": {"action_id": "act_nothing", "reason": "undo"},
     "warrant_checkpoint": {"expected_version": 0, "next_operation": {"description": "go on"}},
     "warrant_milestone": {"milestone_id": "m1", "evidence": {}},
     "warrant_complete": {"summary": "done"},

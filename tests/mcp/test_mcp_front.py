@@ -46,6 +46,7 @@ async def test_tools_list_shows_the_runs_tools_and_the_gateway_tools(api: Api, m
         "warrant_status",
         "warrant_propose",
         "warrant_repeat",
+        "warrant_compensate",
         "warrant_checkpoint",
         "warrant_milestone",
         "warrant_complete",

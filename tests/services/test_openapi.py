@@ -20,6 +20,7 @@ TOOLS = {  # by the document's title
         "get_contact",
         "create_contact",
         "update_contact",
+        "delete_contact",
         "create_deal",
         "list_deals",
         "add_note",

@@ -55,6 +55,10 @@ UNDO: dict[int, Any] = {
         ("ALTER TABLE approvals DROP COLUMN proposed_sha256", ()),
     ],
     33: lambda _: [("ALTER TABLE signals DROP COLUMN payload_purged_at", ())],  # signal payloads purged
+    31: lambda _: [  # compensation (docs/decisions/0031-compensation.md)
+        ("DROP INDEX actions_compensates", ()),
+        ("ALTER TABLE actions DROP COLUMN compensates", ()),
+    ],
 }
 
 

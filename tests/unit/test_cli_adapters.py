@@ -175,7 +175,7 @@ def test_the_gateway_loads_the_draft(tmp_path: Path, capsys: pytest.CaptureFixtu
 # -- the demo services: each one's own OpenAPI document, imported and loaded -------------------------
 
 CRM_READS = {"search_contacts", "get_contact", "list_deals"}
-CRM_WRITES = {"create_contact", "update_contact", "create_deal", "add_note"}
+CRM_WRITES = {"delete_contact", "create_contact", "update_contact", "create_deal", "add_note"}
 SERVICES = {"crm": (CRM_READS, CRM_WRITES), "mail": ({"list_outbox", "get_message"}, {"send"})}
 
 

@@ -43,6 +43,8 @@ BEYOND_DESIGN = {
     "wait_open",
     "approval_edited",  # docs/decisions/0032-approve-edited.md
     "retry_limit",  # docs/decisions/0030-retries.md
+    "not_compensable",  # docs/decisions/0031-compensation.md
+    "compensation_mapping",
 }
 
 

@@ -19,6 +19,7 @@ ORDER = (
     "approval_restart",
     "wait_restart",
     "retry_storm",
+    "compensation",
     "completion",
     "task_claim",
     "hang",

@@ -9,8 +9,9 @@ from dataclasses import replace
 from typing import Any
 
 from gateway.domain import lifecycle
-from gateway.domain.admission import CallFacts, RunSnapshot, call_refusal, lease_refusal
+from gateway.domain.admission import CallFacts, RunSnapshot, budget_refusal, call_refusal, lease_refusal
 from gateway.domain.approval_selection import BoundApproval, Consumption, consumable, consume_refusal, restored_approval
+from gateway.domain.compensation import not_compensable, operator_run_refusal
 from gateway.domain.lease_rules import LeaseWrite, reestablishes
 from gateway.domain.lifecycle import ActionStatus, RunStatus
 from gateway.domain.retention import operation_expired
@@ -71,8 +72,11 @@ class GateOps(LeaseOps, LimitOps, RetryOps):
             state = self._run_state(conn, intent.run_id, now)
             run = state.snapshot
             # Step 1's refusals come before any replay: a dead lease learns nothing about operations.
-            refusal = lease_refusal(run, facts.epoch, now)
-            if refusal is None and reestablishes(run, facts.epoch, now):
+            if facts.operator:  # no lease: the run's state alone (gateway/domain/compensation.py)
+                refusal = operator_run_refusal(run.status)
+            else:
+                refusal = lease_refusal(run, facts.epoch, now)
+            if refusal is None and not facts.operator and reestablishes(run, facts.epoch, now):
                 # The holder's lease lapsed and nobody took it over: this call re-establishes it
                 # (recorded first; the update of the run row below renews it as every admit does).
                 self._write_lease(conn, run, state.lease_ttl, LeaseWrite.REESTABLISH, now, intent.worker)
@@ -90,12 +94,14 @@ class GateOps(LeaseOps, LimitOps, RetryOps):
                     held = action_from_row(holder)
                     return Held(held, operation_expired(held.status, held.created_at, intent.operation_kept_for, now))
             if refusal is None:
-                refusal = call_refusal(run, facts, now)
+                refusal = budget_refusal(run, facts) if facts.operator else call_refusal(run, facts, now)
                 exhausted = refusal is not None and refusal.code == Code.BUDGET_EXHAUSTED
                 if exhausted and self.safeguards.sabotaged("budget"):
                     refusal = None  # the drill's negative control: the limits are not enforced
             if refusal is None and (intent.task_id is not None or intent.plan_required):
                 refusal = self._task_refusal(conn, intent)
+            if refusal is None and intent.compensates is not None:
+                refusal = self._compensable(conn, intent)
             if refusal is None and intent.approval_id is not None:
                 refusal = self._check_approval(conn, intent, run, now)
             if refusal is None and facts.limits is not None:
@@ -121,8 +127,8 @@ class GateOps(LeaseOps, LimitOps, RetryOps):
             conn.execute(
                 "INSERT INTO actions (action_id, run_id, tenant, lineage_id, tool, effect, operation_id, "
                 "payload_sha256, idempotency_key, status, epoch, worker, approval_id, repeat_of, reserved_spend, "
-                "reserved_calls, reserved_writes, process_id, created_at, task_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'admitted', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "reserved_calls, reserved_writes, process_id, created_at, task_id, compensates) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'admitted', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     action_id,
                     run.run_id,
@@ -143,6 +149,7 @@ class GateOps(LeaseOps, LimitOps, RetryOps):
                     intent.process_id,
                     now,
                     intent.task_id,
+                    intent.compensates,
                 ),
             )
             if intent.approval_id is not None:
@@ -194,6 +201,7 @@ class GateOps(LeaseOps, LimitOps, RetryOps):
                     created_at=float(now),
                     settled_at=None,
                     task_id=intent.task_id,
+                    compensates=intent.compensates,
                 ),
                 remaining={dim: left - reserved.get(dim, 0) for dim, left in remaining.items()},
                 currency=run.currency,
@@ -223,7 +231,23 @@ class GateOps(LeaseOps, LimitOps, RetryOps):
             reserved=wire_reservation(r.as_dict(), run.currency),
             process_id=intent.process_id,
             **({} if intent.task_id is None else {"task_id": intent.task_id}),
+            **({} if intent.compensates is None else {"compensates": intent.compensates, "reason": intent.reason}),
         )
+
+    @staticmethod
+    def _compensable(conn: Conn, intent: Intent) -> Refusal | None:
+        """Gate step 6 of a compensation: its original is a confirmed write of this very run, read
+        in the transaction (the gate read it before; a second compensation holds the same operation
+        id and was answered above as `Held`)."""
+        row = conn.execute(
+            "SELECT status, run_id, effect FROM actions WHERE action_id = ?", (intent.compensates,)
+        ).fetchone()
+        original = str(intent.compensates)
+        if row is None or row[1] != intent.run_id or row[2] != "write":
+            return not_compensable(original, "no such write in this run")
+        if row[0] != ActionStatus.SUCCEEDED.value:
+            return not_compensable(original, f"it is {row[0]}, not succeeded", status=row[0])
+        return None
 
     @staticmethod
     def _task_refusal(conn: Conn, intent: Intent) -> Refusal | None:
@@ -411,6 +435,8 @@ class GateOps(LeaseOps, LimitOps, RetryOps):
                     self._settle_failed_attempt(conn, updated, retry, code, settlement.reason, now)
                 if effects.restore_approval is not None:
                     self._restore_approval(conn, effects.restore_approval, run_id, now)
+                if updated.compensates is not None and target is ActionStatus.SUCCEEDED:
+                    self._compensated(conn, updated, now)
                 if effects.overrun:
                     self._event(
                         conn,
@@ -467,6 +493,24 @@ class GateOps(LeaseOps, LimitOps, RetryOps):
             return SettleResult(updated, run, overrun=effects.overrun, after_cancel=effects.after_cancel)
 
         return tx
+
+    def _compensated(self, conn: Conn, compensation: ActionRecord, now: float) -> None:
+        """The compensating call succeeded (settled, or reconciled from `unknown`): its original moves
+        from succeeded to compensated, in the same transaction, with its ledger entry."""
+        original = compensation.compensates
+        moved = conn.execute(
+            "UPDATE actions SET status = 'compensated' WHERE action_id = ? AND status = 'succeeded'", (original,)
+        ).rowcount
+        if moved == 1:
+            self._event(
+                conn,
+                compensation.run_id,
+                "action_compensated",
+                now,
+                action_id=original,
+                compensation_id=compensation.action_id,
+                tool=compensation.tool,
+            )
 
     def _restore_approval(self, conn: Conn, approval_id: str, run_id: str, now: float) -> None:
         row = conn.execute("SELECT * FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()

@@ -134,6 +134,7 @@ def action_from_row(row: Row) -> ActionRecord:
         created_at=row["created_at"],
         settled_at=row["settled_at"],
         task_id=row["task_id"],
+        compensates=row["compensates"],
     )
 
 
