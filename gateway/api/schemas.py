@@ -326,6 +326,9 @@ class RecoveryPackage(_View):
     sources: list[dict[str, Any]]
     milestones: dict[str, Any] = Field(description="{verified: [ids], items: [each milestone's state and reasons]}")
     effects: dict[str, Any] = Field(description="{confirmed: succeeded writes with receipts, uncertain: unknown}")
+    compensable: list[dict[str, Any]] = Field(
+        description="this run's succeeded writes that can be undone: {action_id, tool, compensate_with, receipt}"
+    )
     budget_remaining: dict[str, Any]
     authority: dict[str, Any] | None
     deadline: Timestamp
