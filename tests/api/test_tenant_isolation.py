@@ -134,6 +134,7 @@ def body_for(route: Served, acme: Acme) -> dict[str, Any] | None:
         "deny": {"note": "intrusion"},
         "resolve": {"status": "failed", "evidence": "intrusion"},
         "acknowledge": {"note": "intrusion"},
+        "compensate": {"reason": "intrusion"},
         "revoke": {"reason": "intrusion"},
         "rotate": {"overlap": "0s", "expires_in": None},
         "accept": {"definition_sha256": "0" * 64},
