@@ -31,7 +31,8 @@ from gateway.console import run_detail
 from gateway.console import session as sessions
 from gateway.domain.roles import permits, require
 from gateway.domain.waits import signal_problems
-from gateway.errors import Code, Forbidden, InvalidRequest, NotFound, Unauthenticated, WarrantError
+from gateway.errors import Code, Conflict, Forbidden, InvalidRequest, NotFound, Unauthenticated, WarrantError
+from gateway.gate.compensations import Compensations
 from gateway.oidc.settings import OidcSettings
 from gateway.service import Gateway
 from gateway.store.records import Principal
@@ -56,6 +57,7 @@ LIVE_HEADERS = {
 }
 CONTROLS = ("pause", "resume", "cancel", "fail")
 DEAD_LETTER_VERBS = ("retry", "resolve", "drop")
+ACTION_VERBS = ("compensate",)
 
 
 class Console:
@@ -249,6 +251,9 @@ class Console:
             "connections": await run_detail.connections(gateway, tenant, record),
             "dead_letters": [d.view() for d in await gateway.store.list_dead_letters(tenant, record.run_id)],
             "may_decide_dead_letters": permits(principal, "actions.resolve"),
+            # Each tool whose policy names its undo, and the tool that undoes it (docs/compensation.md).
+            "compensating": gateway.gate.catalog.compensating_tools(),
+            "may_compensate": permits(principal, "actions.resolve"),
         }
         # What the API would refuse this key (events.read, actions.read) the page leaves out.
         if context["may_read_events"]:
@@ -374,6 +379,30 @@ class Console:
         except WarrantError as error:
             return self.refused(request, error, principal, csrf)
         return RedirectResponse(f"/console/runs/{letter.run_id}", status_code=303, headers=HEADERS)
+
+    async def action(self, request: Request) -> Response:
+        """POST compensate {reason}: what POST /api/actions/{id}/compensate does, for the same keys;
+        back on the run page at its confirmed effects, or the refusal when nothing was dispatched."""
+        posted = await self.form_post(request, ACTION_VERBS)
+        if isinstance(posted, Response):
+            return posted
+        principal, csrf, form = posted
+        gateway, action_id = gateway_of(request), request.path_params["action_id"]
+        reason = form.get("reason", "").strip()[:2000]
+        try:
+            require(principal, "actions.resolve")
+            original = await gateway.store.get_action(principal.tenant, action_id)
+            result = await Compensations(gateway.gate).for_operator(principal, action_id, reason)
+            if result.is_error and result.code != Code.OUTCOME_UNKNOWN:
+                error = (result.structured or {}).get("error") or {}
+                raise Conflict(
+                    str(error.get("message") or "the compensation was refused"), code=result.code or Code.CONFLICT
+                )
+        except WarrantError as error:
+            return self.refused(request, error, principal, csrf)
+        return RedirectResponse(
+            f"/console/runs/{quote(original.run_id, safe='')}#confirmed", status_code=303, headers=HEADERS
+        )
 
 
 def _signalled(request: Request) -> dict[str, str] | None:

@@ -63,6 +63,7 @@ def console_routes(
         Route("/runs/{run_id}/{verb}", console.page("runs.read", console.confirm), methods=["GET"]),
         Route("/runs/{run_id}/{verb}", console.control, methods=["POST"]),
         Route("/dead-letters/{dead_letter_id}/{verb}", console.dead_letter, methods=["POST"]),
+        Route("/actions/{action_id}/{verb}", console.action, methods=["POST"]),
         *approval_routes(console),
         *connection_routes(console),
     ]
