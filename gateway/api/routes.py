@@ -405,7 +405,8 @@ async def acknowledge_action(request: Request, principal: Principal, gateway: Ga
 async def compensate_action(request: Request, principal: Principal, gateway: Gateway) -> Response:
     """Undo a confirmed write with the compensating call its policy names (docs/compensation.md):
     200 with the compensating action (settled, or `unknown` to be reconciled; a second request
-    answers the first), 409 with the refusal when nothing was dispatched."""
+    answers the first), 409 with the refusal (the error body, `original` among its details) when
+    nothing was dispatched."""
     body = await read_model(request, CompensateBody)
     action_id = request.path_params["action_id"]
     result = await Compensations(gateway.gate).for_operator(principal, action_id, body.reason)
@@ -416,14 +417,18 @@ async def compensate_action(request: Request, principal: Principal, gateway: Gat
     if isinstance(made, str):
         action = await gateway.store.get_action(principal.tenant, made)
         compensation = action_view(action, run.currency) if action.compensates == action_id else None
+    error = (result.structured or {}).get("error") if result.is_error else None
+    if compensation is None:  # nothing dispatched: the house's error body, the original among its details
+        refused = dict(error or {"code": Code.CONFLICT, "message": "the compensation was refused"})
+        return JSONResponse({"error": {**refused, "original": action_view(original, run.currency)}}, status_code=409)
     answer = {
         "original": action_view(original, run.currency),
         "compensation": compensation,
         "replayed": bool(result.meta.get(META_REPLAYED)),
         "code": result.code,
-        "error": (result.structured or {}).get("error") if result.is_error else None,
+        "error": error,
     }
-    return JSONResponse(answer, status_code=200 if compensation is not None else 409)
+    return JSONResponse(answer, status_code=200)
 
 
 @endpoint("actions.resolve")

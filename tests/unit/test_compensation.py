@@ -135,3 +135,10 @@ def test_a_compensation_naming_a_write_of_the_catalog_loads() -> None:
 def test_a_compensation_the_catalog_cannot_run_stops_loading(policies: dict[str, Any], problem: str) -> None:
     with pytest.raises(ConfigError, match=problem):
         _catalog(policies).check()
+
+
+def test_a_compensation_in_the_policy_of_a_tool_this_gateway_does_not_front_is_inert() -> None:
+    # policies/default.yaml names crm__create_contact's undo; a gateway fronting only notes loads it.
+    catalog = _catalog({"mail__send": {"effect": "write", "compensate": {**COMPENSATE, "tool": "mail__unsend"}}})
+    catalog.check()
+    assert catalog.compensating_tools() == {"mail__send": "mail__unsend"}
